@@ -1,0 +1,269 @@
+/*
+ * nconv: N-dimensional convolution on CPUs.
+ *
+ * One public header. Every function returns an nconv_status; on failure the
+ * calling thread's last-error message (nconv_last_error) names the offending
+ * parameter and its value, and no output tensor has been written.
+ *
+ * Conventions
+ * - A problem (nconv_problem) describes the geometry: 1, 2 or 3 spatial dims,
+ *   batch N, channels, groups, per-dim input size, kernel, stride, dilation,
+ *   begin/end padding, transposed flag, output padding, padding mode, dtype.
+ * - Tensors are a data pointer plus strides in elements over the logical
+ *   order: activations [N, C, spatial...], weights [O, I/groups, k...] for a
+ *   convolution and [I, O/groups, k...] for a transposed convolution (as in
+ *   PyTorch). Contiguous NCHW, channels-last NHWC and any strided view are
+ *   all expressible; nconv_tensor_init fills strides for the two common
+ *   layouts.
+ * - For a transposed problem, in_channels/in_size describe the transposed
+ *   convolution's input and out_channels its output, exactly as in
+ *   torch.nn.functional.conv_transpose{1,2,3}d.
+ * - Sizes are int64_t and checked for overflow.
+ *
+ * Memory: the library allocates only through malloc/free, never keeps
+ * pointers to caller memory after a call returns, and uses the caller's
+ * workspace when one is given (see nconv_workspace_size).
+ *
+ * Threads: all functions may be called concurrently. A context may be shared
+ * between threads; its plan cache is protected by a mutex. The last-error
+ * message is thread-local.
+ */
+#ifndef NCONV_H
+#define NCONV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NCONV_API __attribute__((visibility("default")))
+#else
+#define NCONV_API
+#endif
+
+#define NCONV_VERSION_MAJOR 0
+#define NCONV_VERSION_MINOR 1
+#define NCONV_VERSION_PATCH 0
+
+/** Maximum number of spatial dimensions. */
+#define NCONV_MAX_SPATIAL 3
+/** Maximum tensor rank: batch/channel dims plus spatial dims. */
+#define NCONV_MAX_DIMS (NCONV_MAX_SPATIAL + 2)
+
+typedef enum nconv_status {
+    NCONV_OK = 0,
+    NCONV_INVALID_ARGUMENT = 1, /* a parameter is out of range or inconsistent */
+    NCONV_UNSUPPORTED = 2,      /* valid, but not provided (e.g. forced algorithm does not apply) */
+    NCONV_OUT_OF_MEMORY = 3,    /* an allocation failed or the workspace is too small */
+    NCONV_INTERNAL_ERROR = 4    /* a bug: please report with the repro line */
+} nconv_status;
+
+typedef enum nconv_dtype {
+    NCONV_F32 = 0,  /* float, f32 accumulation */
+    NCONV_F64 = 1,  /* double, f64 accumulation */
+    NCONV_F16 = 2,  /* IEEE half storage (uint16_t), f32 accumulation */
+    NCONV_BF16 = 3  /* bfloat16 storage (uint16_t), f32 accumulation */
+} nconv_dtype;
+
+typedef enum nconv_padding_mode {
+    NCONV_PAD_ZEROS = 0,
+    NCONV_PAD_REFLECT = 1,   /* padding < input size, as PyTorch */
+    NCONV_PAD_REPLICATE = 2,
+    NCONV_PAD_CIRCULAR = 3   /* padding <= input size, as PyTorch */
+} nconv_padding_mode;
+
+typedef enum nconv_activation {
+    NCONV_ACT_IDENTITY = 0,
+    NCONV_ACT_RELU = 1
+} nconv_activation;
+
+typedef enum nconv_layout {
+    NCONV_LAYOUT_NCX = 0, /* NCHW-like: channels outside spatial */
+    NCONV_LAYOUT_NXC = 1  /* NHWC-like: channels innermost */
+} nconv_layout;
+
+/** The three core directions; transposed problems map onto them. */
+typedef enum nconv_direction {
+    NCONV_DIR_FWD = 0,   /* y = conv(x, w) (+ epilogue) */
+    NCONV_DIR_BWD_D = 1, /* dx = d<y, dy>/dx */
+    NCONV_DIR_BWD_W = 2  /* dw (and db) */
+} nconv_direction;
+
+/** Algorithm selection policy of a context. */
+typedef enum nconv_algo_policy {
+    NCONV_POLICY_HEURISTIC = 0, /* first applicable algorithm in preference order */
+    NCONV_POLICY_BENCHMARK = 1, /* time every applicable algorithm once per problem, cache the winner */
+    NCONV_POLICY_FORCED = 2     /* the algorithm named by nconv_context_set_algorithm */
+} nconv_algo_policy;
+
+/**
+ * Convolution problem. Initialise with nconv_problem_init, then set fields.
+ * Arrays are indexed by spatial dim (0 .. ndims-1, outermost first).
+ */
+typedef struct nconv_problem {
+    int ndims;                                  /* spatial dims: 1, 2 or 3 */
+    int64_t batch;                              /* N >= 0 */
+    int64_t in_channels;                        /* channels of the input x */
+    int64_t out_channels;                       /* channels of the output y */
+    int64_t groups;                             /* divides both channel counts */
+    int64_t in_size[NCONV_MAX_SPATIAL];         /* spatial size of x */
+    int64_t kernel[NCONV_MAX_SPATIAL];
+    int64_t stride[NCONV_MAX_SPATIAL];          /* >= 1 */
+    int64_t dilation[NCONV_MAX_SPATIAL];        /* >= 1 (1 = dense) */
+    int64_t pad_begin[NCONV_MAX_SPATIAL];       /* >= 0 */
+    int64_t pad_end[NCONV_MAX_SPATIAL];         /* may be negative: trailing input not read */
+    int64_t output_padding[NCONV_MAX_SPATIAL];  /* transposed only; < max(stride, dilation) */
+    int transposed;                             /* 0 or 1 */
+    nconv_padding_mode padding_mode;            /* non-zero modes: non-transposed only */
+    nconv_dtype dtype;
+} nconv_problem;
+
+/**
+ * A tensor: data pointer and strides (in elements) over the logical order
+ * [N, C, spatial...] (activations) or [O, I/g, k...] (weights), or [C] for a
+ * bias. Only the first rank entries of stride are read.
+ */
+typedef struct nconv_tensor {
+    void *data;
+    int64_t stride[NCONV_MAX_DIMS];
+} nconv_tensor;
+
+/** Fused forward epilogue: y = act(conv(x, w) + bias + alpha * z). */
+typedef struct nconv_epilogue {
+    nconv_activation activation;
+    double alpha; /* scale of z; ignored when z is NULL */
+} nconv_epilogue;
+
+typedef struct nconv_context nconv_context;
+
+/* ------------------------------------------------------------------ errors */
+
+/** The calling thread's message for the last failed call ("" if none). */
+NCONV_API const char *nconv_last_error(void);
+/** A static name for a status code. */
+NCONV_API const char *nconv_status_string(nconv_status s);
+
+/* ----------------------------------------------------------------- problem */
+
+/** Defaults: ndims given, batch 1, 1 channel in/out, groups 1, size 1, kernel 1,
+ *  stride 1, dilation 1, no padding, not transposed, zeros, f32. */
+NCONV_API nconv_status nconv_problem_init(nconv_problem *p, int ndims);
+
+/** Fills padding like PyTorch's padding='same' (stride must be 1: extra
+ *  padding of even kernels goes at the end) from kernel and dilation. */
+NCONV_API nconv_status nconv_problem_set_padding_same(nconv_problem *p);
+
+/** Checks every rule; on failure the message names the parameter. */
+NCONV_API nconv_status nconv_problem_validate(const nconv_problem *p);
+
+/** Output spatial sizes (ndims entries). Validates p. */
+NCONV_API nconv_status nconv_problem_output_size(const nconv_problem *p, int64_t out_size[NCONV_MAX_SPATIAL]);
+
+/** Logical shapes (rank = ndims + 2; bias rank 1) of x, w, y. Validates p. */
+NCONV_API nconv_status nconv_problem_shapes(const nconv_problem *p, int64_t x_shape[NCONV_MAX_DIMS],
+                                  int64_t w_shape[NCONV_MAX_DIMS], int64_t y_shape[NCONV_MAX_DIMS]);
+
+/** Multiply-adds times two of the equivalent direct convolution:
+ *  2 * N * O * (I/g) * prod(kernel) * prod(output spatial) (for a transposed
+ *  problem, "output" is its input). Same for every direction. */
+NCONV_API nconv_status nconv_problem_flops(const nconv_problem *p, double *flops);
+
+/** The problem in oneDNN benchdnn descriptor syntax (for a transposed problem,
+ *  prefixed by "--transposed "). Fails with NCONV_INVALID_ARGUMENT if cap is too small. */
+NCONV_API nconv_status nconv_problem_to_desc(const nconv_problem *p, char *buf, size_t cap);
+
+typedef enum nconv_repro_kind {
+    NCONV_REPRO_CLI = 0,    /* an `nconv check` command line */
+    NCONV_REPRO_PYTORCH = 1 /* a Python snippet with torch.nn.functional */
+} nconv_repro_kind;
+
+/** A reproduction of the problem (does not validate p, so it works for
+ *  rejected problems too). */
+NCONV_API nconv_status nconv_problem_repro(const nconv_problem *p, nconv_repro_kind kind, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------ tensors */
+
+/** Element size in bytes of a dtype (0 for an invalid value). */
+NCONV_API size_t nconv_dtype_size(nconv_dtype dt);
+
+/** Strides of a dense tensor of the given rank and shape in the given layout
+ *  (NXC moves dim 1 innermost; rank 1 or 2 tensors ignore layout). */
+NCONV_API nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, const int64_t *shape,
+                               nconv_layout layout);
+
+/* ------------------------------------------------------------------ context */
+
+/** A context: thread count (default 1), determinism (default on), algorithm
+ *  policy (default heuristic) and the plan cache. */
+NCONV_API nconv_status nconv_context_create(nconv_context **ctx);
+NCONV_API nconv_status nconv_context_destroy(nconv_context *ctx);
+NCONV_API nconv_status nconv_context_set_threads(nconv_context *ctx, int threads);
+NCONV_API nconv_status nconv_context_set_deterministic(nconv_context *ctx, int deterministic);
+NCONV_API nconv_status nconv_context_set_policy(nconv_context *ctx, nconv_algo_policy policy);
+/** Forces the named algorithm (policy FORCED); NULL or "auto" returns to heuristic. */
+NCONV_API nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name);
+
+/** Number of algorithms and their names, preference order, reference last. */
+NCONV_API int nconv_algorithm_count(void);
+NCONV_API const char *nconv_algorithm_name(int index);
+
+/** Whether algorithm `name` applies to direction dir of p; if not, *why_not
+ *  (may be NULL) gets a static reason. */
+NCONV_API nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, nconv_direction dir,
+                                     int *applies, const char **why_not);
+
+/** The algorithm the context would run for direction dir of p (the core
+ *  direction, after mapping a transposed problem onto its direct equivalent). */
+NCONV_API nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, nconv_direction dir,
+                                    const char **name);
+
+/* -------------------------------------------------------------- execution */
+
+typedef enum nconv_op {
+    NCONV_OP_FORWARD = 0,  /* nconv_forward */
+    NCONV_OP_BACKWARD = 1  /* nconv_backward with every output requested */
+} nconv_op;
+
+/** Bytes of workspace the call needs (an upper bound for any output mask). */
+NCONV_API nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
+                                  const nconv_epilogue *epi, size_t *bytes);
+
+/**
+ * Forward: y = act(conv(x, w) + bias + alpha * z); for a transposed problem,
+ * the transposed convolution (conv_transpose) with the same epilogue.
+ *   x:    [N, in_channels, in_size...]
+ *   w:    [out_channels, in_channels/groups, kernel...]   (not transposed)
+ *         [in_channels, out_channels/groups, kernel...]   (transposed)
+ *   bias: [out_channels] or NULL
+ *   z:    [N, out_channels, out_size...] or NULL (may not alias y)
+ *   y:    [N, out_channels, out_size...]
+ * epi may be NULL (identity, alpha 1). ctx may be NULL (defaults).
+ * workspace may be NULL (allocated internally) or at least
+ * nconv_workspace_size bytes.
+ */
+NCONV_API nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                           const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                           const nconv_tensor *z, const nconv_tensor *y,
+                           void *workspace, size_t workspace_size);
+
+/**
+ * Backward of nconv_forward with the same epilogue, given dy = dL/dy.
+ * Outputs are optional (NULL = not computed): dx [like x], dw [like w],
+ * db [out_channels], dz [like y] (needs z to have been used: dz = alpha * dL/dpre).
+ * x is needed for dw; w for dx; y (the forward output) when the activation is relu.
+ * With batch 0, dx is empty and dw, db are zeros.
+ */
+NCONV_API nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *y,
+                            const nconv_tensor *dy, const nconv_tensor *dx, const nconv_tensor *dw,
+                            const nconv_tensor *db, const nconv_tensor *dz,
+                            void *workspace, size_t workspace_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCONV_H */

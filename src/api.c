@@ -1,0 +1,325 @@
+/*
+ * Public entry points: validate -> canonicalise -> plan -> execute.
+ *
+ * Every user-facing operation becomes calls of the three core directions of
+ * one direct convolution (nconv_core):
+ *   forward            : fwd(x, w) -> y                (transposed: bwd_d(x, w) -> y)
+ *   backward, dx       : bwd_d(dpre, w) -> dx           (transposed: fwd(dpre, w) -> dx)
+ *   backward, dw       : bwd_w(x, dpre) -> dw           (transposed: bwd_w(dpre, x) -> dw)
+ * where dpre = dy * relu'(y) is the gradient before the epilogue. All
+ * validation happens before any output is touched; outputs are written only
+ * by the final scatters.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INVALID(...) nconv__error(NCONV_INVALID_ARGUMENT, "nconv: " __VA_ARGS__)
+
+/* A rank-5 core view of a user tensor of logical shape [a, b, sp...]. */
+static void make_view(const nconv_problem *p, const nconv_tensor *t, int64_t a, int64_t b, const int64_t *sp,
+                      nconv_view *v) {
+    memset(v, 0, sizeof *v);
+    v->data = t->data;
+    v->dt = p->dtype;
+    v->rank = 5;
+    v->shape[0] = a;
+    v->shape[1] = b;
+    v->stride[0] = t->stride[0];
+    v->stride[1] = t->stride[1];
+    int off = 3 - p->ndims;
+    for (int i = 0; i < 3; i++) v->shape[2 + i] = 1;
+    for (int i = 0; i < p->ndims; i++) {
+        v->shape[2 + off + i] = sp[i];
+        v->stride[2 + off + i] = t->stride[2 + i];
+    }
+}
+
+static void make_vec_view(const nconv_problem *p, const nconv_tensor *t, int64_t n, nconv_view *v) {
+    memset(v, 0, sizeof *v);
+    v->data = t->data;
+    v->dt = p->dtype;
+    v->rank = 1;
+    v->shape[0] = n;
+    v->stride[0] = t->stride[0];
+}
+
+static nconv_status check_tensor(const char *name, const nconv_tensor *t, int64_t numel, int required) {
+    if (!t) return required ? INVALID("%s is NULL but required", name) : NCONV_OK;
+    if (!t->data && numel > 0) return INVALID("%s->data is NULL for a tensor of %lld elements", name, (long long)numel);
+    return NCONV_OK;
+}
+
+static int64_t prod(const int64_t *s, int n) {
+    int64_t r = 1;
+    for (int i = 0; i < n; i++) r *= s[i];
+    return r;
+}
+
+/* Operands of one call, as core views. */
+typedef struct operands {
+    nconv_problem p;
+    nconv_core c;
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+    int64_t out[NCONV_MAX_SPATIAL];
+} operands;
+
+static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, operands *o) {
+    nconv_status st = nconv_problem_shapes(p, o->xs, o->ws, o->ys);
+    if (st) return st;
+    o->p = *p;
+    nconv_problem_output_size(p, o->out);
+    nconv__core_from_problem(p, &o->c);
+    if (epi && (unsigned)epi->activation > NCONV_ACT_RELU)
+        return INVALID("epilogue activation = %d: not an activation", (int)epi->activation);
+    if (epi && !isfinite(epi->alpha)) return INVALID("epilogue alpha = %g: must be finite", epi->alpha);
+    return NCONV_OK;
+}
+
+/* Workspace of the algorithm the call may run for (c, dir): the forced one,
+ * else the largest of the applicable ones (the benchmark policy runs all). */
+static size_t algo_workspace(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
+    const nconv_algo *forced = nconv__ctx_forced(ctx);
+    if (forced) return forced->workspace(c, dir);
+    size_t best = 0;
+    for (int i = 0; i < nconv__algo_count(); i++) {
+        const nconv_algo *a = nconv__algo_at(i);
+        if (!a->applies(c, dir, NULL)) continue;
+        size_t s = a->workspace(c, dir);
+        if (s > best) best = s;
+    }
+    return best;
+}
+
+static void verbose(const nconv_problem *p, const char *op, nconv_direction dir, const nconv_algo *a,
+                    const nconv_core *c) {
+    const char *env = getenv("NCONV_VERBOSE");
+    if (!env || strcmp(env, "1")) return;
+    static const char *const dn[] = {"fwd", "bwd_d", "bwd_w"};
+    char desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    fprintf(stderr, "nconv_verbose,%s,core=%s,algo=%s", op, dn[dir], a->name);
+    for (int i = 0; i < nconv__algo_count(); i++) {
+        const nconv_algo *b = nconv__algo_at(i);
+        const char *why = "";
+        if (b != a && !b->applies(c, dir, &why)) fprintf(stderr, ",skipped %s: %s", b->name, why);
+    }
+    fprintf(stderr, ",%s\n", desc);
+}
+
+static nconv_status run_core(nconv_context *ctx, const operands *o, const char *op, nconv_direction dir,
+                             const nconv_view *x, const nconv_view *w, const nconv_view *y, const nconv_epi *epi,
+                             nconv_arena *ws) {
+    nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx)};
+    const nconv_algo *a;
+    size_t used = ws->used;
+    nconv_status st = nconv__plan(ctx, &o->c, dir, &e, &a);
+    if (st) return st;
+    verbose(&o->p, op, dir, a, &o->c);
+    st = a->run(&e);
+    ws->used = used;
+    return st;
+}
+
+/* Workspace: 64 bytes of alignment slack, then for backward the dense dpre
+ * buffer, then the largest of what is used one after another: the y copy
+ * for the relu mask, each algorithm run, the bias-gradient sums. */
+static size_t forward_ws(nconv_context *ctx, const operands *o) {
+    return 64 + algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD);
+}
+
+static size_t backward_ws(nconv_context *ctx, const operands *o) {
+    size_t a = algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D);
+    size_t b = algo_workspace(ctx, &o->c, NCONV_DIR_BWD_W);
+    size_t g = nconv__ws_round(sizeof(double) * (size_t)prod(o->ys, o->p.ndims + 2));
+    size_t db = nconv__ws_round(sizeof(double) * (size_t)o->p.out_channels);
+    size_t m = a > b ? a : b;
+    if (g > m) m = g;
+    if (db > m) m = db;
+    return 64 + g + m;
+}
+
+static nconv_status open_arena(void *workspace, size_t size, size_t need, nconv_arena *a, void **owned) {
+    *owned = NULL;
+    if (workspace) {
+        if (size < need)
+            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace_size = %zu: this call needs %zu bytes", size,
+                                need);
+        *a = (nconv_arena){workspace, size, 0};
+        return NCONV_OK;
+    }
+    *owned = malloc(need ? need : 1);
+    if (!*owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", need);
+    *a = (nconv_arena){*owned, need, 0};
+    return NCONV_OK;
+}
+
+nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
+                                  const nconv_epilogue *epi, size_t *bytes) {
+    operands o;
+    nconv_status st = prepare(p, epi, &o);
+    if (st) return st;
+    if (!bytes) return INVALID("bytes is NULL");
+    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o);
+    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o);
+    else return INVALID("op = %d: not an operation", (int)op);
+    return NCONV_OK;
+}
+
+nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                           const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                           const nconv_tensor *z, const nconv_tensor *y, void *workspace, size_t workspace_size) {
+    nconv__clear_error();
+    operands o;
+    nconv_status st = prepare(p, epi, &o);
+    if (st) return st;
+    const int r = p->ndims + 2;
+    if ((st = check_tensor("x", x, prod(o.xs, r), 1)) || (st = check_tensor("w", w, prod(o.ws, r), 1)) ||
+        (st = check_tensor("bias", bias, p->out_channels, 0)) || (st = check_tensor("z", z, prod(o.ys, r), 0)) ||
+        (st = check_tensor("y", y, prod(o.ys, r), 1)))
+        return st;
+    if (z && y->data && z->data == y->data && prod(o.ys, r) > 0) return INVALID("z aliases y: z must be a separate tensor");
+
+    nconv_view xv, wv, yv, bv, zv;
+    make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
+    make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
+    make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
+    if (bias) make_vec_view(p, bias, p->out_channels, &bv);
+    if (z) make_view(p, z, o.ys[0], o.ys[1], o.ys + 2, &zv);
+    nconv_epi e = {bias ? &bv : NULL, z ? &zv : NULL, epi ? epi->alpha : 1.0,
+                   epi && epi->activation == NCONV_ACT_RELU};
+
+    nconv_arena arena;
+    void *owned;
+    if ((st = open_arena(workspace, workspace_size, forward_ws(ctx, &o), &arena, &owned))) return st;
+    if (!p->transposed)
+        st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena);
+    else /* the transposed input is the core's dy, its output the core's dx */
+        st = run_core(ctx, &o, "forward", NCONV_DIR_BWD_D, &yv, &wv, &xv, &e, &arena);
+    free(owned);
+    return st;
+}
+
+nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *y,
+                            const nconv_tensor *dy, const nconv_tensor *dx, const nconv_tensor *dw,
+                            const nconv_tensor *db, const nconv_tensor *dz, void *workspace, size_t workspace_size) {
+    nconv__clear_error();
+    operands o;
+    nconv_status st = prepare(p, epi, &o);
+    if (st) return st;
+    const int r = p->ndims + 2;
+    const int relu = epi && epi->activation == NCONV_ACT_RELU;
+    const int any = dx || dw || db || dz;
+    const int64_t ny = prod(o.ys, r);
+    if ((st = check_tensor("dy", dy, ny, any)) || (st = check_tensor("x", x, prod(o.xs, r), dw != NULL)) ||
+        (st = check_tensor("w", w, prod(o.ws, r), dx != NULL)) || (st = check_tensor("y", y, ny, relu && any)) ||
+        (st = check_tensor("dx", dx, prod(o.xs, r), 0)) || (st = check_tensor("dw", dw, prod(o.ws, r), 0)) ||
+        (st = check_tensor("db", db, p->out_channels, 0)) || (st = check_tensor("dz", dz, ny, 0)))
+        return st;
+    if (!any) return NCONV_OK;
+
+    nconv_arena arena;
+    void *owned;
+    if ((st = open_arena(workspace, workspace_size, backward_ws(ctx, &o), &arena, &owned))) return st;
+
+    /* dpre = dy * relu'(y), as a dense f64 buffer when the epilogue changes it
+     * or db / dz need it; else the caller's dy itself. */
+    nconv_view dyv, dpre;
+    make_view(p, dy, o.ys[0], o.ys[1], o.ys + 2, &dyv);
+    dpre = dyv;
+    double *g = NULL;
+    if (relu || db || dz) {
+        g = nconv__arena_take(&arena, sizeof(double) * (size_t)ny);
+        nconv__gather_f64(&dyv, g);
+        if (relu) {
+            nconv_view yv;
+            make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
+            size_t mark = arena.used;
+            double *yd = nconv__arena_take(&arena, sizeof(double) * (size_t)ny);
+            nconv__gather_f64(&yv, yd);
+            for (int64_t i = 0; i < ny; i++) g[i] = yd[i] > 0 ? g[i] : 0.0;
+            arena.used = mark;
+        }
+        memset(&dpre, 0, sizeof dpre);
+        dpre.data = g;
+        dpre.dt = NCONV_F64;
+        dpre.rank = 5;
+        memcpy(dpre.shape, dyv.shape, sizeof dpre.shape);
+        dpre.stride[4] = 1;
+        for (int i = 3; i >= 0; i--) dpre.stride[i] = dpre.stride[i + 1] * dpre.shape[i + 1];
+    }
+
+    nconv_view xv, wv;
+    if (x) make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
+    if (w) make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
+    if (dx && !st) {
+        nconv_view dxv;
+        make_view(p, dx, o.xs[0], o.xs[1], o.xs + 2, &dxv);
+        if (!p->transposed) st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_D, &dxv, &wv, &dpre, NULL, &arena);
+        else st = run_core(ctx, &o, "backward", NCONV_DIR_FWD, &dpre, &wv, &dxv, NULL, &arena);
+    }
+    if (dw && !st) {
+        nconv_view dwv;
+        make_view(p, dw, o.ws[0], o.ws[1], o.ws + 2, &dwv);
+        if (!p->transposed) st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &xv, &dwv, &dpre, NULL, &arena);
+        else st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &dpre, &dwv, &xv, NULL, &arena);
+    }
+    if (db && !st) {
+        /* Channel sums in a fixed order (n, then spatial): deterministic. */
+        const int64_t C = o.ys[1], S = prod(o.ys + 2, p->ndims);
+        double *sum = nconv__arena_take(&arena, sizeof(double) * (size_t)C);
+        for (int64_t c = 0; c < C; c++) {
+            double acc = 0;
+            for (int64_t n = 0; n < o.ys[0]; n++) {
+                const double *gs = g + (n * C + c) * S;
+                for (int64_t i = 0; i < S; i++) acc += gs[i];
+            }
+            sum[c] = acc;
+        }
+        nconv_view dbv;
+        make_vec_view(p, db, C, &dbv);
+        nconv__scatter(&dbv, sum, 1, NULL);
+    }
+    if (dz && !st) {
+        const double alpha = epi ? epi->alpha : 1.0;
+        for (int64_t i = 0; i < ny; i++) g[i] *= alpha;
+        nconv_view dzv;
+        make_view(p, dz, o.ys[0], o.ys[1], o.ys + 2, &dzv);
+        nconv__scatter(&dzv, g, 1, NULL);
+    }
+    free(owned);
+    return st;
+}
+
+nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, nconv_direction dir, int *applies,
+                                     const char **why_not) {
+    const nconv_algo *a = nconv__algo_find(name);
+    if (!a) return INVALID("algorithm = '%s': unknown", name ? name : "(null)");
+    if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
+    if (!applies) return INVALID("applies is NULL");
+    nconv_status st = nconv_problem_validate(p);
+    if (st) return st;
+    nconv_core c;
+    nconv__core_from_problem(p, &c);
+    const char *why = "";
+    *applies = a->applies(&c, dir, &why);
+    if (why_not) *why_not = *applies ? "" : why;
+    return NCONV_OK;
+}
+
+nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, nconv_direction dir, const char **name) {
+    if (!name) return INVALID("name is NULL");
+    if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
+    nconv_status st = nconv_problem_validate(p);
+    if (st) return st;
+    nconv_core c;
+    nconv__core_from_problem(p, &c);
+    const nconv_algo *a;
+    if ((st = nconv__plan(ctx, &c, dir, NULL, &a))) return st;
+    *name = a->name;
+    return NCONV_OK;
+}

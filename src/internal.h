@@ -1,0 +1,150 @@
+/* Internal declarations shared by the library's layers (never installed). */
+#ifndef NCONV_INTERNAL_H
+#define NCONV_INTERNAL_H
+
+#include "nconv.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ errors */
+
+/* Sets the thread's last-error message (printf format) and returns status. */
+nconv_status nconv__error(nconv_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void nconv__clear_error(void);
+
+/* a * b and a + b for non-negative sizes; 0 on overflow. */
+int nconv__mul_ok(int64_t a, int64_t b, int64_t *out);
+int nconv__add_ok(int64_t a, int64_t b, int64_t *out);
+
+/* -------------------------------------------------------- core geometry */
+
+/* A direct (non-transposed) convolution, always 3 spatial dims: lower-rank
+ * problems get leading size-1 dims. Transposed problems are mapped onto
+ * this form by swapping the roles of input and output (see api.c). */
+typedef struct nconv_core {
+    int nd;                 /* spatial dims of the user's problem */
+    int64_t N, C, O, G;     /* batch, input channels, output channels, groups */
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+    nconv_padding_mode mode;
+    nconv_dtype dt;
+} nconv_core;
+
+/* Geometry from a validated problem: for transposed problems the equivalent
+ * direct convolution (its input is the transposed output). */
+void nconv__core_from_problem(const nconv_problem *p, nconv_core *c);
+int64_t nconv__core_in_spatial(const nconv_core *c);
+int64_t nconv__core_out_spatial(const nconv_core *c);
+int64_t nconv__core_kernel_spatial(const nconv_core *c);
+
+/* Maps a padded coordinate j of an input axis of size n to the element it
+ * reads, or -1 for a zero tap. */
+static inline int64_t nconv__map_index(int64_t j, int64_t n, nconv_padding_mode mode) {
+    if (j >= 0 && j < n) return j;
+    switch (mode) {
+    case NCONV_PAD_REFLECT: return j < 0 ? -j : 2 * (n - 1) - j;
+    case NCONV_PAD_REPLICATE: return j < 0 ? 0 : n - 1;
+    case NCONV_PAD_CIRCULAR: return ((j % n) + n) % n;
+    default: return -1;
+    }
+}
+
+/* ----------------------------------------------------------------- views */
+
+/* A tensor with its shape: rank 5 (N, C, D, H, W) / (O, I/g, KD, KH, KW) for
+ * activations and weights after padding to 3 spatial dims, rank 1 for bias. */
+typedef struct nconv_view {
+    void *data;
+    nconv_dtype dt;
+    int rank;
+    int64_t shape[NCONV_MAX_DIMS];
+    int64_t stride[NCONV_MAX_DIMS];
+} nconv_view;
+
+int64_t nconv__view_numel(const nconv_view *v);
+/* 1 if v is dense in C order (logical order). */
+int nconv__view_is_dense(const nconv_view *v);
+double nconv__load(const void *data, nconv_dtype dt, int64_t off);
+void nconv__store1(void *data, nconv_dtype dt, int64_t off, double v);
+float nconv__f16_to_f32(uint16_t h);
+uint16_t nconv__f32_to_f16(float f);
+float nconv__bf16_to_f32(uint16_t h);
+uint16_t nconv__f32_to_bf16(float f);
+
+/* Dense C-order copies of a view: in f64 / f32. */
+void nconv__gather_f64(const nconv_view *v, double *dst);
+void nconv__gather_f32(const nconv_view *v, float *dst);
+
+/* The forward epilogue applied while writing an output. */
+typedef struct nconv_epi {
+    const nconv_view *bias; /* [C] or NULL */
+    const nconv_view *z;    /* like the output, or NULL */
+    double alpha;
+    int relu;
+} nconv_epi;
+
+/* Writes a dense C-order array (f64 if src_f64, else f32) of v's shape into v,
+ * applying epi (may be NULL) on channel dim 1. */
+void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nconv_epi *epi);
+
+/* ------------------------------------------------------------- workspace */
+
+/* A bump allocator over the workspace; sizes are rounded to 64 bytes so the
+ * size query and the execution compute the same total. */
+typedef struct nconv_arena {
+    char *base;
+    size_t size, used;
+} nconv_arena;
+
+size_t nconv__ws_round(size_t bytes);
+void *nconv__arena_take(nconv_arena *a, size_t bytes);
+
+/* ------------------------------------------------------------ algorithms */
+
+typedef struct nconv_exec {
+    const nconv_core *c;
+    nconv_direction dir;
+    /* fwd: reads x, w, writes y. bwd_d: reads y (= dy), w, writes x (= dx).
+     * bwd_w: reads x, y (= dy), writes w (= dw). */
+    const nconv_view *x, *w, *y;
+    const nconv_epi *epi; /* applied to the written activation (fwd, bwd_d) */
+    nconv_arena *ws;
+    int threads;
+} nconv_exec;
+
+typedef struct nconv_algo {
+    const char *name;
+    /* 1 if the algorithm computes dir of c; else 0 and a static reason. */
+    int (*applies)(const nconv_core *c, nconv_direction dir, const char **why_not);
+    size_t (*workspace)(const nconv_core *c, nconv_direction dir);
+    nconv_status (*run)(const nconv_exec *e);
+} nconv_algo;
+
+extern const nconv_algo nconv_algo_gemm;
+extern const nconv_algo nconv_algo_ref;
+
+/* Preference order, reference last. */
+int nconv__algo_count(void);
+const nconv_algo *nconv__algo_at(int i);
+const nconv_algo *nconv__algo_find(const char *name);
+
+/* The algorithm to run for (c, dir) under ctx's policy (ctx may be NULL).
+ * For the benchmark policy, `bench` runs the candidates on real data. */
+nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir,
+                         const nconv_exec *bench, const nconv_algo **out);
+int nconv__ctx_threads(const nconv_context *ctx);
+/* The algorithm forced on ctx, or NULL. */
+const nconv_algo *nconv__ctx_forced(const nconv_context *ctx);
+
+/* Reference kernels: dense C-order f64 arrays in the core shapes; taps is
+ * scratch for k[0] + k[1] + k[2] int64 indices. */
+void nconv__ref_fwd(const nconv_core *c, const double *x, const double *w, double *y, int64_t *taps);
+void nconv__ref_bwd_d(const nconv_core *c, const double *dy, const double *w, double *dx, int64_t *taps);
+void nconv__ref_bwd_w(const nconv_core *c, const double *x, const double *dy, double *dw, int64_t *taps);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * Planning: the ordered algorithm list, the context (threads, determinism,
+ * policy) and its plan cache. The cache is the only shared mutable state in
+ * the library; a mutex guards it.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Preference order for the heuristic policy; the reference accepts
+ * everything and comes last. */
+static const nconv_algo *const algos[] = {&nconv_algo_gemm, &nconv_algo_ref};
+
+int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
+const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }
+
+const nconv_algo *nconv__algo_find(const char *name) {
+    for (int i = 0; name && i < nconv__algo_count(); i++)
+        if (!strcmp(algos[i]->name, name)) return algos[i];
+    return NULL;
+}
+
+int nconv_algorithm_count(void) { return nconv__algo_count(); }
+const char *nconv_algorithm_name(int index) {
+    const nconv_algo *a = nconv__algo_at(index);
+    return a ? a->name : NULL;
+}
+
+typedef struct cache_entry {
+    nconv_core key;
+    nconv_direction dir;
+    const nconv_algo *algo;
+} cache_entry;
+
+struct nconv_context {
+    int threads;
+    int deterministic;
+    nconv_algo_policy policy;
+    const nconv_algo *forced;
+    pthread_mutex_t lock;
+    cache_entry *cache;
+    size_t n, cap;
+};
+
+nconv_status nconv_context_create(nconv_context **ctx) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    nconv_context *c = calloc(1, sizeof *c);
+    if (!c) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a context");
+    c->threads = 1;
+    c->deterministic = 1;
+    c->policy = NCONV_POLICY_HEURISTIC;
+    if (pthread_mutex_init(&c->lock, NULL)) {
+        free(c);
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot create the context's mutex");
+    }
+    *ctx = c;
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_destroy(nconv_context *ctx) {
+    if (!ctx) return NCONV_OK;
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx->cache);
+    free(ctx);
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_threads(nconv_context *ctx, int threads) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if (threads < 1 || threads > 1024)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: threads = %d: must be 1..1024", threads);
+    ctx->threads = threads;
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_deterministic(nconv_context *ctx, int deterministic) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if (deterministic != 0 && deterministic != 1)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: deterministic = %d: must be 0 or 1", deterministic);
+    ctx->deterministic = deterministic;
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_policy(nconv_context *ctx, nconv_algo_policy policy) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if ((unsigned)policy > NCONV_POLICY_FORCED)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: policy = %d: not a policy", (int)policy);
+    if (policy == NCONV_POLICY_FORCED && !ctx->forced)
+        return nconv__error(NCONV_INVALID_ARGUMENT,
+                            "nconv: policy = forced: name the algorithm with nconv_context_set_algorithm");
+    ctx->policy = policy;
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if (!name || !strcmp(name, "auto")) {
+        ctx->forced = NULL;
+        ctx->policy = NCONV_POLICY_HEURISTIC;
+        return NCONV_OK;
+    }
+    const nconv_algo *a = nconv__algo_find(name);
+    if (!a) {
+        char list[256] = "";
+        for (int i = 0; i < nconv__algo_count(); i++) {
+            strncat(list, " ", sizeof list - strlen(list) - 1);
+            strncat(list, algos[i]->name, sizeof list - strlen(list) - 1);
+        }
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: algorithm = '%s': unknown (known: auto%s)", name, list);
+    }
+    ctx->forced = a;
+    ctx->policy = NCONV_POLICY_FORCED;
+    return NCONV_OK;
+}
+
+int nconv__ctx_threads(const nconv_context *ctx) { return ctx ? ctx->threads : 1; }
+
+const nconv_algo *nconv__ctx_forced(const nconv_context *ctx) {
+    return ctx && ctx->policy == NCONV_POLICY_FORCED ? ctx->forced : NULL;
+}
+
+static const nconv_algo *cache_get(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
+    const nconv_algo *a = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    for (size_t i = 0; i < ctx->n && !a; i++)
+        if (ctx->cache[i].dir == dir && !memcmp(&ctx->cache[i].key, c, sizeof *c)) a = ctx->cache[i].algo;
+    pthread_mutex_unlock(&ctx->lock);
+    return a;
+}
+
+static void cache_put(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_algo *a) {
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->n == ctx->cap) {
+        size_t cap = ctx->cap ? 2 * ctx->cap : 16;
+        cache_entry *grown = realloc(ctx->cache, cap * sizeof *grown);
+        if (grown) { /* without room the winner is simply not remembered */
+            ctx->cache = grown;
+            ctx->cap = cap;
+        }
+    }
+    if (ctx->n < ctx->cap) ctx->cache[ctx->n++] = (cache_entry){*c, dir, a};
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_exec *bench,
+                         const nconv_algo **out) {
+    if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
+        const char *why = "";
+        if (!ctx->forced->applies(c, dir, &why))
+            return nconv__error(NCONV_UNSUPPORTED, "nconv: algorithm = '%s' does not apply: %s", ctx->forced->name, why);
+        *out = ctx->forced;
+        return NCONV_OK;
+    }
+    if (ctx && ctx->policy == NCONV_POLICY_BENCHMARK && bench) {
+        const nconv_algo *a = cache_get(ctx, c, dir);
+        if (!a) {
+            double best = 0;
+            size_t used = bench->ws->used;
+            for (int i = 0; i < nconv__algo_count(); i++) {
+                if (!algos[i]->applies(c, dir, NULL)) continue;
+                double t0 = now_s();
+                nconv_status st = algos[i]->run(bench);
+                double t = now_s() - t0;
+                bench->ws->used = used;
+                if (st) return st;
+                if (!a || t < best) a = algos[i], best = t;
+            }
+            cache_put(ctx, c, dir, a);
+        }
+        *out = a;
+        return NCONV_OK;
+    }
+    for (int i = 0; i < nconv__algo_count(); i++)
+        if (algos[i]->applies(c, dir, NULL)) {
+            *out = algos[i];
+            return NCONV_OK;
+        }
+    return nconv__error(NCONV_INTERNAL_ERROR, "nconv: no algorithm applies (the reference always should)");
+}

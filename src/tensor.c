@@ -1,0 +1,257 @@
+/*
+ * Tensor views: element conversion (f16/bf16 by bit manipulation, round to
+ * nearest even), strided gathers into dense buffers and strided scatters out
+ * of them with the fused epilogue, and the workspace arena.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t nconv_dtype_size(nconv_dtype dt) {
+    switch (dt) {
+    case NCONV_F32: return 4;
+    case NCONV_F64: return 8;
+    case NCONV_F16:
+    case NCONV_BF16: return 2;
+    }
+    return 0;
+}
+
+nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, const int64_t *shape, nconv_layout layout) {
+    if (!t) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: tensor is NULL");
+    if (rank < 1 || rank > NCONV_MAX_DIMS)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: rank = %d: must be 1..%d", rank, NCONV_MAX_DIMS);
+    if (!shape) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: shape is NULL");
+    if (layout != NCONV_LAYOUT_NCX && layout != NCONV_LAYOUT_NXC)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: layout = %d: not a layout", (int)layout);
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0)
+            return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: shape[%d] = %lld: must be >= 0", i,
+                                (long long)shape[i]);
+    /* Order of dims from innermost to outermost. */
+    int order[NCONV_MAX_DIMS], n = 0;
+    if (layout == NCONV_LAYOUT_NXC && rank > 2) {
+        order[n++] = 1;
+        for (int i = rank - 1; i >= 2; i--) order[n++] = i;
+        order[n++] = 0;
+    } else {
+        for (int i = rank - 1; i >= 0; i--) order[n++] = i;
+    }
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    int64_t s = 1;
+    for (int i = 0; i < rank; i++) {
+        t->stride[order[i]] = s;
+        int64_t e = shape[order[i]] > 0 ? shape[order[i]] : 1;
+        if (!nconv__mul_ok(s, e, &s))
+            return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: tensor of rank %d overflows int64", rank);
+    }
+    return NCONV_OK;
+}
+
+int64_t nconv__view_numel(const nconv_view *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->shape[i];
+    return n;
+}
+
+int nconv__view_is_dense(const nconv_view *v) {
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        if (v->shape[i] != 1 && v->stride[i] != s) return 0;
+        s *= v->shape[i];
+    }
+    return 1;
+}
+
+float nconv__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: value = man * 2^-24 */
+            float f = (float)man * 0x1p-24f;
+            return sign ? -f : f;
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t nconv__f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf or nan (keep nan quiet) */
+        return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 | ((ax >> 13) & 0x3ff) : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        float a;
+        memcpy(&a, &ax, 4);
+        /* Scale so that one half ulp (2^-24) becomes 1, rint rounds to even. */
+        return (uint16_t)(sign | (uint32_t)rintf(a * 0x1p24f));
+    }
+    uint32_t r = ax + 0xfffu + ((ax >> 13) & 1); /* round to nearest even on the dropped 13 bits */
+    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+
+float nconv__bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t nconv__f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+double nconv__load(const void *data, nconv_dtype dt, int64_t off) {
+    switch (dt) {
+    case NCONV_F32: return ((const float *)data)[off];
+    case NCONV_F64: return ((const double *)data)[off];
+    case NCONV_F16: return nconv__f16_to_f32(((const uint16_t *)data)[off]);
+    case NCONV_BF16: return nconv__bf16_to_f32(((const uint16_t *)data)[off]);
+    }
+    return 0;
+}
+
+void nconv__store1(void *data, nconv_dtype dt, int64_t off, double v) {
+    switch (dt) {
+    case NCONV_F32: ((float *)data)[off] = (float)v; break;
+    case NCONV_F64: ((double *)data)[off] = v; break;
+    case NCONV_F16: ((uint16_t *)data)[off] = nconv__f32_to_f16((float)v); break;
+    case NCONV_BF16: ((uint16_t *)data)[off] = nconv__f32_to_bf16((float)v); break;
+    }
+}
+
+/* Calls fn over every element of v in C order; rows along the last dim. */
+typedef void (*row_fn)(void *ctx, int64_t dense_off, int64_t off, int64_t stride, int64_t n, int64_t ch);
+
+static void for_each_row(const nconv_view *v, row_fn fn, void *ctx) {
+    int r = v->rank;
+    int64_t numel = nconv__view_numel(v);
+    if (numel == 0) return;
+    int64_t idx[NCONV_MAX_DIMS] = {0};
+    int64_t rowlen = v->shape[r - 1], dense = 0;
+    for (;;) {
+        int64_t off = 0;
+        for (int i = 0; i < r - 1; i++) off += idx[i] * v->stride[i];
+        fn(ctx, dense, off, v->stride[r - 1], rowlen, r > 1 ? idx[1] : 0);
+        dense += rowlen;
+        int i = r - 2;
+        for (; i >= 0; i--) {
+            if (++idx[i] < v->shape[i]) break;
+            idx[i] = 0;
+        }
+        if (i < 0) break;
+    }
+}
+
+typedef struct gather_ctx {
+    const nconv_view *v;
+    void *dst;
+    int f64;
+} gather_ctx;
+
+static void gather_row(void *vctx, int64_t dense, int64_t off, int64_t stride, int64_t n, int64_t ch) {
+    (void)ch;
+    gather_ctx *g = vctx;
+    const nconv_view *v = g->v;
+    if (g->f64) {
+        double *d = (double *)g->dst + dense;
+        if (v->dt == NCONV_F64) {
+            const double *s = (const double *)v->data + off;
+            for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
+        } else {
+            for (int64_t i = 0; i < n; i++) d[i] = nconv__load(v->data, v->dt, off + i * stride);
+        }
+    } else {
+        float *d = (float *)g->dst + dense;
+        if (v->dt == NCONV_F32) {
+            const float *s = (const float *)v->data + off;
+            for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
+        } else {
+            for (int64_t i = 0; i < n; i++) d[i] = (float)nconv__load(v->data, v->dt, off + i * stride);
+        }
+    }
+}
+
+void nconv__gather_f64(const nconv_view *v, double *dst) {
+    gather_ctx g = {v, dst, 1};
+    for_each_row(v, gather_row, &g);
+}
+
+void nconv__gather_f32(const nconv_view *v, float *dst) {
+    gather_ctx g = {v, dst, 0};
+    for_each_row(v, gather_row, &g);
+}
+
+typedef struct scatter_ctx {
+    const nconv_view *v;
+    const void *src;
+    int f64;
+    const nconv_epi *epi;
+} scatter_ctx;
+
+static void scatter_row(void *vctx, int64_t dense, int64_t off, int64_t stride, int64_t n, int64_t ch) {
+    scatter_ctx *s = vctx;
+    const nconv_view *v = s->v;
+    const nconv_epi *e = s->epi;
+    double bias = 0;
+    int64_t zoff = 0, zstride = 0;
+    if (e && e->bias) bias = nconv__load(e->bias->data, e->bias->dt, ch * e->bias->stride[0]);
+    if (e && e->z) {
+        /* Same logical index as the output row: recover it from dense. */
+        const nconv_view *z = e->z;
+        int64_t rem = dense;
+        for (int i = z->rank - 1; i >= 0; i--) {
+            int64_t ii = rem % z->shape[i];
+            rem /= z->shape[i];
+            zoff += ii * z->stride[i];
+        }
+        zstride = z->stride[z->rank - 1];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double val = s->f64 ? ((const double *)s->src)[dense + i] : ((const float *)s->src)[dense + i];
+        if (e) {
+            val += bias;
+            if (e->z) val += e->alpha * nconv__load(e->z->data, e->z->dt, zoff + i * zstride);
+            if (e->relu) val = val > 0 ? val : (isnan(val) ? val : 0.0);
+        }
+        if (v->dt == NCONV_F32 && !s->f64 && !e)
+            ((float *)v->data)[off + i * stride] = ((const float *)s->src)[dense + i];
+        else
+            nconv__store1(v->data, v->dt, off + i * stride, val);
+    }
+}
+
+void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nconv_epi *epi) {
+    scatter_ctx s = {v, src, src_f64, epi};
+    if (epi && !epi->bias && !epi->z && !epi->relu) s.epi = NULL;
+    for_each_row(v, scatter_row, &s);
+}
+
+size_t nconv__ws_round(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+void *nconv__arena_take(nconv_arena *a, size_t bytes) {
+    /* Start aligned even when the caller's workspace is not. */
+    uintptr_t base = (uintptr_t)a->base + a->used;
+    size_t pad = (size_t)((64 - (base & 63)) & 63);
+    size_t need = nconv__ws_round(bytes);
+    if (a->used + pad + need > a->size) return NULL;
+    void *p = a->base + a->used + pad;
+    a->used += pad + need;
+    return p;
+}

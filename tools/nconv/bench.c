@@ -1,0 +1,134 @@
+/*
+ * nconv bench: times each problem and direction from the plain user layout
+ * (every internal transform included): one warm-up run, then repeated runs
+ * until MIN_RUNS and MIN_SECONDS are both reached; reports the median.
+ * With no problem given it runs the embedded default suite.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MIN_RUNS = 3, MAX_RUNS = 100 };
+static const double MIN_SECONDS = 0.25;
+
+/* The default suite: the shapes of ../shared/suites/public.txt at sizes that
+ * keep the whole run near a minute on one core. */
+static const char default_suite[] =
+    "# ResNet-50\n"
+    "mb1ic3ih112oc64oh56kh7sh2ph3n\"resnet50:conv1/2\"\n"
+    "mb1ic64ih56oc64oh56kh1ph0n\"resnet50:res2a_1x1\"\n"
+    "mb1ic64ih28oc64oh28kh3ph1n\"resnet50:res2a_3x3/2\"\n"
+    "mb1ic256ih28oc64oh28kh1ph0n\"resnet50:res2b_reduce/2\"\n"
+    "mb1ic128ih28oc128oh14kh3sh2ph1n\"resnet50:res3a_3x3s2/2\"\n"
+    "mb1ic256ih14oc256oh14kh3ph1n\"resnet50:res4b_3x3\"\n"
+    "mb1ic512ih7oc512oh7kh3ph1n\"resnet50:res5b_3x3\"\n"
+    "# MobileNetV2 depthwise, ResNeXt grouped\n"
+    "mb1g144ic144ih56oc144oh28kh3sh2ph1n\"mobilenetv2:dw_56s2\"\n"
+    "mb1g32ic128ih28oc128oh28kh3ph1n\"resnext50:conv2_g32/2\"\n"
+    "# 1D, 3D, dilated, transposed\n"
+    "mb1ic512iw800oc512ow399kw3sw2pw0n\"wav2vec2:conv1/4\"\n"
+    "mb1ic32id8ih28iw28oc32od8oh28ow28kd3kh3kw3pd1ph1pw1n\"c3d:conv2/small\"\n"
+    "mb1ic256ih14oc256oh14kh3ph2dh1n\"deeplab:atrous_d2/small\"\n"
+    "--transposed mb4ic256ih8oc128oh16kh4sh2ph1n\"dcgan:deconv2/4\"\n";
+
+static const char *const dir_names[3] = {"fwd", "bwd_d", "bwd_w"};
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_bench(int argc, char **argv) {
+    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, NULL};
+    problem_list l = {0};
+    int csv = 0;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--csv")) {
+            csv = 1;
+            continue;
+        }
+        int r = suite_option(argc, argv, &i, &o, &l);
+        if (r < 0) return list_free(&l), EXIT_INVALID;
+        if (r == 0) return list_free(&l), cli_fail("bench: unknown option '%s'", argv[i]);
+    }
+    int progress = 0;
+    if (!l.n) {
+        char err[512];
+        if (list_add_batch_text(&l, default_suite, "default suite", o.transposed, err, sizeof err))
+            return cli_fail("%s", err);
+        progress = 1;
+    }
+    suite_apply(&o, &l);
+    nconv_context *ctx;
+    nconv_context_create(&ctx);
+    nconv_context_set_threads(ctx, o.threads);
+    if (o.algo && strcmp(o.algo, "auto")) {
+        if (!strcmp(o.algo, "benchmark")) nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK);
+        else if (nconv_context_set_algorithm(ctx, o.algo)) {
+            int rc = cli_fail("--algo: %s", nconv_last_error() + strlen("nconv: "));
+            nconv_context_destroy(ctx);
+            list_free(&l);
+            return rc;
+        }
+    }
+    const char *layout = o.layout == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
+    if (csv) printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio\n");
+    else printf("%-28s %-5s %-6s %10s %9s  %-6s %s\n", "name", "dir", "layout", "ms", "GFLOP/s", "algo", "desc");
+    int failures = 0;
+    double total_ms[3] = {0}, total_flops[3] = {0};
+    for (size_t k = 0; k < l.n; k++) {
+        cli_problem *cp = &l.items[k];
+        char desc[512];
+        if (nconv_problem_to_desc(&cp->p, desc, sizeof desc)) {
+            fprintf(stderr, "nconv: %s: %s\n", cp->text, nconv_last_error());
+            failures++;
+            continue;
+        }
+        double flops;
+        nconv_problem_flops(&cp->p, &flops);
+        for (int dir = 0; dir < 3; dir++) {
+            if (!o.dirs[dir]) continue;
+            if (progress) fprintf(stderr, "[%zu/%zu] %s %s\n", k + 1, l.n, cp->name, dir_names[dir]);
+            run_data d;
+            const char *algo = "?";
+            if (run_data_init(&d, &cp->p, o.layout, 7 + k) || run_dir(ctx, &d, dir) ||
+                nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
+                fprintf(stderr, "nconv: %s %s: %s\n", desc, dir_names[dir], nconv_last_error());
+                failures++;
+                run_data_free(&d);
+                continue;
+            }
+            double times[MAX_RUNS], spent = 0;
+            int n = 0;
+            while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
+                double t0 = now_seconds();
+                run_dir(ctx, &d, dir);
+                times[n] = now_seconds() - t0;
+                spent += times[n++];
+            }
+            qsort(times, (size_t)n, sizeof times[0], cmp_double);
+            double ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
+            double gf = flops / (ms * 1e-3) * 1e-9;
+            total_ms[dir] += ms;
+            total_flops[dir] += flops;
+            if (csv)
+                printf("%s,%s,%s,%s,%d,%s,%.4f,%.2f,,,,\n", cp->name, desc, dir_names[dir], layout, o.threads, algo, ms, gf);
+            else
+                printf("%-28s %-5s %-6s %10.3f %9.2f  %-6s %s\n", cp->name, dir_names[dir], layout, ms, gf, algo, desc);
+            fflush(stdout);
+            run_data_free(&d);
+        }
+    }
+    if (!csv)
+        for (int dir = 0; dir < 3; dir++)
+            if (total_ms[dir] > 0)
+                printf("total %-5s %10.3f ms  %9.2f GFLOP/s\n", dir_names[dir], total_ms[dir],
+                       total_flops[dir] / (total_ms[dir] * 1e-3) * 1e-9);
+    nconv_context_destroy(ctx);
+    list_free(&l);
+    return failures ? EXIT_CHECK_FAILED : 0;
+}

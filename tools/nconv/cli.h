@@ -1,0 +1,123 @@
+/* Shared pieces of the nconv command-line tool. */
+#ifndef NCONV_CLI_H
+#define NCONV_CLI_H
+
+#include "nconv.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes: 0 success, 1 a check failed or the library failed, 2 invalid input. */
+enum { EXIT_CHECK_FAILED = 1, EXIT_INVALID = 2 };
+
+/* Prints "nconv: <message>" on stderr (one line) and returns EXIT_INVALID. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whole-string parses: no trailing characters, in range. Return 0 on success. */
+int parse_i64(const char *s, int64_t *v);
+int parse_f64(const char *s, double *v);
+/* "3" or "1,2,3": n values (one value repeats); returns 0 on success. */
+int parse_i64_list(const char *s, int n, int64_t *out);
+int parse_dtype(const char *s, nconv_dtype *dt);
+const char *dtype_str(nconv_dtype dt);
+int parse_padding_mode(const char *s, nconv_padding_mode *m);
+
+/* Flag scanning: matches "--name" (value in the next argument) or
+ * "--name=value". Returns 1 and sets *val when argv[*i] is that flag. */
+int flag_value(int argc, char **argv, int *i, const char *name, const char **val);
+
+double now_seconds(void);
+/* Deterministic uniform values in [-1, 1). */
+uint64_t rng_next(uint64_t *state);
+double rng_uniform(uint64_t *state);
+
+/* benchdnn descriptors. */
+typedef struct cli_problem {
+    nconv_problem p;
+    char name[128];
+    char text[512]; /* the descriptor as written */
+} cli_problem;
+
+/* Parses one descriptor; transposed selects benchdnn's deconvolution reading
+ * (ic/ih are the transposed convolution's input). On failure returns nonzero
+ * and writes a message to err. */
+int desc_parse(const char *s, int transposed, cli_problem *out, char *err, size_t errcap);
+
+/* A list of problems from descriptors on the command line or a batch file. */
+typedef struct problem_list {
+    cli_problem *items;
+    size_t n, cap;
+} problem_list;
+
+int list_add_desc(problem_list *l, const char *desc, int transposed, char *err, size_t errcap);
+/* Lines: descriptors separated by blanks, `#` comments, `--transposed` before
+ * a descriptor. */
+int list_add_batch_text(problem_list *l, const char *text, const char *origin, int transposed, char *err,
+                        size_t errcap);
+int list_add_batch_file(problem_list *l, const char *path, int transposed, char *err, size_t errcap);
+void list_free(problem_list *l);
+
+/* Options shared by check and bench for building the problem list. */
+typedef struct suite_opts {
+    int dirs[3];        /* fwd, bwd_d, bwd_w selected */
+    int64_t mb;         /* > 0 overrides the batch */
+    int transposed;     /* global --transposed */
+    int dtype_set;
+    nconv_dtype dtype;
+    nconv_padding_mode mode;
+    int threads;
+    nconv_layout layout;
+    const char *algo;
+} suite_opts;
+
+/* Parses the options common to check and bench at argv[*i]; returns 1 if one
+ * was consumed, 0 if not a common option, -1 on error (message printed). */
+int suite_option(int argc, char **argv, int *i, suite_opts *o, problem_list *l);
+/* Applies --mb, --dtype, --padding-mode to every problem. */
+void suite_apply(const suite_opts *o, problem_list *l);
+int parse_dirs(const char *s, int dirs[3]);
+
+/* .npy files (little-endian f2, f4, f8; C or Fortran order). */
+typedef struct npy_array {
+    int ndim;
+    int64_t shape[8];
+    int64_t numel;
+    char descr[8]; /* "f2", "f4", "f8" */
+    double *data;  /* C order */
+} npy_array;
+
+int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
+/* Writes a C-order array of the given dtype (bf16 data must be given as f32). */
+int npy_write(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape, char *err,
+              size_t errcap);
+void npy_free(npy_array *a);
+
+/* A tensor owned by the CLI. */
+typedef struct host_tensor {
+    nconv_tensor t;
+    void *buf;
+} host_tensor;
+
+/* A C-order f64 array (NULL: zeros) into a new buffer of dtype dt in the given layout. */
+int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, host_tensor *h);
+
+/* Random operands and output buffers for one problem, as check and bench use them. */
+typedef struct run_data {
+    nconv_problem p;
+    int rank;
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+    host_tensor x, w, b, dy, y, dx, dw, db;
+} run_data;
+
+int run_data_init(run_data *d, const nconv_problem *p, nconv_layout layout, uint64_t seed);
+void run_data_free(run_data *d);
+/* dir 0: y = conv(x, w) + b; 1: dx; 2: dw and db. */
+nconv_status run_dir(nconv_context *ctx, run_data *d, int dir);
+/* User direction -> the core direction its algorithms run (transposed swaps fwd and bwd_d). */
+nconv_direction core_dir(const nconv_problem *p, int dir);
+
+int cmd_compute(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

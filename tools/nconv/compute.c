@@ -1,0 +1,354 @@
+/*
+ * nconv compute: runs one convolution on .npy arrays with PyTorch's
+ * torch.nn.functional.conv{1,2,3}d / conv_transpose{1,2,3}d semantics and
+ * writes y.npy (and, with --dy, dx.npy, dw.npy, db.npy, dz.npy) to --out.
+ * Every input is checked before anything is written.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../src/internal.h" /* element conversions */
+
+/* Flags that take a value, in the order of the contract. */
+enum {
+    A_X, A_W, A_B, A_OUT, A_STRIDE, A_PADDING, A_PAD_END, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
+    A_PADDING_MODE, A_Z, A_ALPHA, A_DY, A_GGX, A_GGW, A_GGB, A_X_BDIM, A_W_BDIM, A_B_BDIM, A_Z_BDIM,
+    A_DY_BDIM, A_DTYPE, A_LAYOUT, A_ALGO, A_THREADS, A_COUNT
+};
+static const char *const arg_names[A_COUNT] = {
+    "--x", "--w", "--b", "--out", "--stride", "--padding", "--pad-end", "--dilation", "--groups",
+    "--output-padding", "--padding-mode", "--z", "--alpha", "--dy", "--ggx", "--ggw", "--ggb", "--x-bdim",
+    "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads"};
+
+/* Writes a tensor as .npy in C order: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
+static int write_tensor(const char *dir, const char *name, const host_tensor *h, int rank, const int64_t *shape,
+                        int drop_batch, nconv_dtype dt) {
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= shape[i];
+    const char *descr = dt == NCONV_F64 ? "f8" : dt == NCONV_F16 ? "f2" : "f4";
+    size_t isz = dt == NCONV_F64 ? 8 : dt == NCONV_F16 ? 2 : 4;
+    char *out = malloc(isz * (size_t)(numel ? numel : 1));
+    if (!out) return cli_fail("out of memory writing %s", name);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t rem = i, off = 0;
+        for (int k = rank - 1; k >= 0; k--) {
+            off += (rem % shape[k]) * h->t.stride[k];
+            rem /= shape[k];
+        }
+        double v = nconv__load(h->buf, dt, off);
+        if (isz == 8) memcpy(out + 8 * i, &v, 8);
+        else if (isz == 2) {
+            uint16_t u = ((const uint16_t *)h->buf)[off];
+            memcpy(out + 2 * i, &u, 2);
+        } else {
+            float f = (float)v;
+            memcpy(out + 4 * i, &f, 4);
+        }
+    }
+    char path[4096], err[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int r = npy_write(path, out, descr, rank - drop_batch, shape + drop_batch, err, sizeof err);
+    free(out);
+    if (r) {
+        fprintf(stderr, "nconv: %s\n", err);
+        return EXIT_CHECK_FAILED;
+    }
+    return 0;
+}
+
+static void shape_str(char *buf, size_t cap, int rank, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%lld%s", (long long)shape[i], rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
+    if (n < cap) snprintf(buf + n, cap - n, ")");
+}
+
+static int same_shape(const npy_array *a, int rank, const int64_t *shape) {
+    if (a->ndim != rank) return 0;
+    for (int i = 0; i < rank; i++)
+        if (a->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+int cmd_compute(int argc, char **argv) {
+    const char *val[A_COUNT] = {0};
+    int transposed = 0, relu = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--transposed")) {
+            if (transposed) return cli_fail("--transposed: given twice");
+            transposed = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--relu")) {
+            if (relu) return cli_fail("--relu: given twice");
+            relu = 1;
+            continue;
+        }
+        int a = 0;
+        const char *v = NULL;
+        for (; a < A_COUNT; a++)
+            if (flag_value(argc, argv, &i, arg_names[a], &v)) break;
+        if (a == A_COUNT) return cli_fail("compute: unknown argument '%s' (see nconv help)", argv[i]);
+        if (!v) return cli_fail("%s: missing value", arg_names[a]);
+        if (val[a]) return cli_fail("%s: given twice", arg_names[a]);
+        val[a] = v;
+    }
+    for (int a = A_GGX; a <= A_DY_BDIM; a++)
+        if (val[a])
+            return cli_fail("%s = '%s': batched operands and double backward are not supported yet (issue: batching)",
+                            arg_names[a], val[a]);
+    if (!val[A_X]) return cli_fail("--x: required");
+    if (!val[A_W]) return cli_fail("--w: required");
+    if (!val[A_OUT]) return cli_fail("--out: required");
+
+    /* Scalar flags that do not depend on the arrays. */
+    int64_t groups = 1, threads = 1;
+    double alpha = 1.0;
+    nconv_padding_mode mode = NCONV_PAD_ZEROS;
+    nconv_layout layout = NCONV_LAYOUT_NCX;
+    int dtype_set = 0;
+    nconv_dtype dt = NCONV_F32;
+    if (val[A_GROUPS] && (parse_i64(val[A_GROUPS], &groups) || groups < 1))
+        return cli_fail("--groups = '%s': expected an integer >= 1", val[A_GROUPS]);
+    if (val[A_THREADS] && (parse_i64(val[A_THREADS], &threads) || threads < 1 || threads > 1024))
+        return cli_fail("--threads = '%s': expected an integer 1..1024", val[A_THREADS]);
+    if (val[A_ALPHA] && parse_f64(val[A_ALPHA], &alpha))
+        return cli_fail("--alpha = '%s': expected a finite number", val[A_ALPHA]);
+    if (val[A_PADDING_MODE] && parse_padding_mode(val[A_PADDING_MODE], &mode))
+        return cli_fail("--padding-mode = '%s': expected zeros, reflect, replicate or circular", val[A_PADDING_MODE]);
+    if (transposed && mode != NCONV_PAD_ZEROS)
+        return cli_fail("--padding-mode = '%s': only zeros is supported with --transposed", val[A_PADDING_MODE]);
+    if (val[A_LAYOUT]) {
+        if (!strcmp(val[A_LAYOUT], "ncx")) layout = NCONV_LAYOUT_NCX;
+        else if (!strcmp(val[A_LAYOUT], "nxc")) layout = NCONV_LAYOUT_NXC;
+        else return cli_fail("--layout = '%s': expected ncx or nxc", val[A_LAYOUT]);
+    }
+    if (val[A_DTYPE]) {
+        if (parse_dtype(val[A_DTYPE], &dt)) return cli_fail("--dtype = '%s': expected f32, f64, f16 or bf16", val[A_DTYPE]);
+        dtype_set = 1;
+    }
+    nconv_context *ctx = NULL;
+    if (nconv_context_create(&ctx)) return cli_fail("%s", nconv_last_error());
+    int rc = EXIT_INVALID;
+    npy_array x = {0}, w = {0}, b = {0}, z = {0}, dy = {0};
+    host_tensor hx = {0}, hw = {0}, hb = {0}, hz = {0}, hy = {0}, hdy = {0}, hdx = {0}, hdw = {0}, hdb = {0}, hdz = {0};
+    char err[1024];
+    if (val[A_ALGO] && strcmp(val[A_ALGO], "auto")) {
+        if (!strcmp(val[A_ALGO], "benchmark")) nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK);
+        else if (nconv_context_set_algorithm(ctx, val[A_ALGO])) {
+            rc = cli_fail("--algo: %s", nconv_last_error() + strlen("nconv: "));
+            goto done;
+        }
+    }
+    nconv_context_set_threads(ctx, (int)threads);
+
+    struct { int a; npy_array *arr; } loads[] = {{A_X, &x}, {A_W, &w}, {A_B, &b}, {A_Z, &z}, {A_DY, &dy}};
+    for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
+        if (!val[loads[k].a]) continue;
+        if (npy_read(val[loads[k].a], loads[k].arr, err, sizeof err)) {
+            rc = cli_fail("%s: %s", arg_names[loads[k].a], err);
+            goto done;
+        }
+    }
+    if (w.ndim < 3 || w.ndim > 5) {
+        rc = cli_fail("--w: expected 3, 4 or 5 dims (O, C/groups, kernel...), got %d", w.ndim);
+        goto done;
+    }
+    const int nd = w.ndim - 2;
+    if (x.ndim != nd + 2 && x.ndim != nd + 1) {
+        rc = cli_fail("--x: expected %d (batched) or %d (unbatched) dims for a %dD convolution, got %d", nd + 2, nd + 1,
+                      nd, x.ndim);
+        goto done;
+    }
+    const int unbatched = x.ndim == nd + 1;
+    if (!dtype_set) dt = !strcmp(x.descr, "f2") ? NCONV_F16 : !strcmp(x.descr, "f8") ? NCONV_F64 : NCONV_F32;
+
+    nconv_problem p;
+    nconv_problem_init(&p, nd);
+    p.batch = unbatched ? 1 : x.shape[0];
+    p.in_channels = x.shape[unbatched ? 0 : 1];
+    p.groups = groups;
+    p.transposed = transposed;
+    p.padding_mode = mode;
+    p.dtype = dt;
+    for (int i = 0; i < nd; i++) {
+        p.in_size[i] = x.shape[x.ndim - nd + i];
+        p.kernel[i] = w.shape[2 + i];
+    }
+    if (!transposed) {
+        if (p.in_channels != w.shape[1] * groups) {
+            rc = cli_fail("--x: %lld input channels, but --w expects w.shape[1] * groups = %lld * %lld = %lld",
+                          (long long)p.in_channels, (long long)w.shape[1], (long long)groups,
+                          (long long)(w.shape[1] * groups));
+            goto done;
+        }
+        if (w.shape[0] % groups) {
+            rc = cli_fail("--groups = %lld: does not divide the output channels w.shape[0] = %lld", (long long)groups,
+                          (long long)w.shape[0]);
+            goto done;
+        }
+        p.out_channels = w.shape[0];
+    } else {
+        if (p.in_channels != w.shape[0]) {
+            rc = cli_fail("--x: %lld input channels, but a transposed --w of shape[0] = %lld expects as many",
+                          (long long)p.in_channels, (long long)w.shape[0]);
+            goto done;
+        }
+        if (p.in_channels % groups) {
+            rc = cli_fail("--groups = %lld: does not divide the input channels %lld", (long long)groups,
+                          (long long)p.in_channels);
+            goto done;
+        }
+        p.out_channels = w.shape[1] * groups;
+    }
+    if (p.out_channels < 1 || p.in_channels < 1) {
+        rc = cli_fail("--w: channel dims must be >= 1 (w.shape[0] = %lld, w.shape[1] = %lld)", (long long)w.shape[0],
+                      (long long)w.shape[1]);
+        goto done;
+    }
+    for (int i = 0; i < nd; i++) {
+        if (p.kernel[i] < 1) {
+            rc = cli_fail("--w: kernel size w.shape[%d] = %lld must be >= 1", 2 + i, (long long)p.kernel[i]);
+            goto done;
+        }
+        if (p.in_size[i] < 1) {
+            rc = cli_fail("--x: spatial size x.shape[%d] = %lld must be >= 1", x.ndim - nd + i, (long long)p.in_size[i]);
+            goto done;
+        }
+    }
+
+    /* Per-dim integer lists. */
+    struct { int a; int64_t *dst; int64_t min; } lists[] = {
+        {A_STRIDE, p.stride, 1}, {A_DILATION, p.dilation, 1}, {A_OUTPUT_PADDING, p.output_padding, 0}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        if (!val[lists[k].a]) continue;
+        if (parse_i64_list(val[lists[k].a], nd, lists[k].dst)) {
+            rc = cli_fail("%s = '%s': expected one integer or %d comma-separated integers", arg_names[lists[k].a],
+                          val[lists[k].a], nd);
+            goto done;
+        }
+        for (int i = 0; i < nd; i++)
+            if (lists[k].dst[i] < lists[k].min) {
+                rc = cli_fail("%s = '%s': values must be >= %lld", arg_names[lists[k].a], val[lists[k].a],
+                              (long long)lists[k].min);
+                goto done;
+            }
+    }
+    if (val[A_OUTPUT_PADDING] && !transposed) {
+        rc = cli_fail("--output-padding = '%s': only valid with --transposed", val[A_OUTPUT_PADDING]);
+        goto done;
+    }
+    const char *pad = val[A_PADDING];
+    if (pad && (!strcmp(pad, "same") || !strcmp(pad, "valid"))) {
+        if (val[A_PAD_END]) {
+            rc = cli_fail("--pad-end = '%s': cannot be combined with --padding %s", val[A_PAD_END], pad);
+            goto done;
+        }
+        if (!strcmp(pad, "same")) {
+            if (transposed) {
+                rc = cli_fail("--padding = same: not supported with --transposed");
+                goto done;
+            }
+            for (int i = 0; i < nd; i++)
+                if (p.stride[i] != 1) {
+                    rc = cli_fail("--padding = same: needs --stride 1, got stride %lld", (long long)p.stride[i]);
+                    goto done;
+                }
+            if (nconv_problem_set_padding_same(&p)) {
+                rc = cli_fail("--padding = same: %s", nconv_last_error() + strlen("nconv: "));
+                goto done;
+            }
+        }
+    } else {
+        if (pad && parse_i64_list(pad, nd, p.pad_begin)) {
+            rc = cli_fail("--padding = '%s': expected same, valid, one integer or %d comma-separated integers", pad, nd);
+            goto done;
+        }
+        for (int i = 0; i < nd; i++)
+            if (p.pad_begin[i] < 0) {
+                rc = cli_fail("--padding = '%s': values must be >= 0", pad);
+                goto done;
+            }
+        memcpy(p.pad_end, p.pad_begin, sizeof p.pad_end);
+        if (val[A_PAD_END] && parse_i64_list(val[A_PAD_END], nd, p.pad_end)) {
+            rc = cli_fail("--pad-end = '%s': expected one integer or %d comma-separated integers", val[A_PAD_END], nd);
+            goto done;
+        }
+    }
+    if (nconv_problem_validate(&p)) {
+        rc = cli_fail("%s", nconv_last_error() + strlen("nconv: "));
+        goto done;
+    }
+
+    int64_t xs[NCONV_MAX_DIMS], wsh[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+    nconv_problem_shapes(&p, xs, wsh, ys);
+    const int r = nd + 2;
+    const int drop = unbatched; /* file arrays of activations lack the batch dim */
+    char want[128], got[128];
+    if (val[A_B] && (b.ndim != 1 || b.shape[0] != p.out_channels)) {
+        shape_str(got, sizeof got, b.ndim, b.shape);
+        rc = cli_fail("--b: shape %s, expected (%lld,) (out_channels)", got, (long long)p.out_channels);
+        goto done;
+    }
+    struct { int a; npy_array *arr; } ylike[] = {{A_Z, &z}, {A_DY, &dy}};
+    for (size_t k = 0; k < 2; k++) {
+        if (!val[ylike[k].a]) continue;
+        if (!same_shape(ylike[k].arr, r - drop, ys + drop)) {
+            shape_str(got, sizeof got, ylike[k].arr->ndim, ylike[k].arr->shape);
+            shape_str(want, sizeof want, r - drop, ys + drop);
+            rc = cli_fail("%s: shape %s, expected the output shape %s", arg_names[ylike[k].a], got, want);
+            goto done;
+        }
+    }
+
+    rc = EXIT_CHECK_FAILED;
+    int oom = to_tensor(x.data, r, xs, dt, layout, &hx) || to_tensor(w.data, r, wsh, dt, layout, &hw) ||
+              to_tensor(NULL, r, ys, dt, layout, &hy) || (val[A_B] && to_tensor(b.data, 1, &p.out_channels, dt, layout, &hb)) ||
+              (val[A_Z] && to_tensor(z.data, r, ys, dt, layout, &hz));
+    if (val[A_DY])
+        oom = oom || to_tensor(dy.data, r, ys, dt, layout, &hdy) || to_tensor(NULL, r, xs, dt, layout, &hdx) ||
+              to_tensor(NULL, r, wsh, dt, layout, &hdw) ||
+              (val[A_B] && to_tensor(NULL, 1, &p.out_channels, dt, layout, &hdb)) ||
+              (val[A_Z] && to_tensor(NULL, r, ys, dt, layout, &hdz));
+    if (oom) {
+        fprintf(stderr, "nconv: out of memory\n");
+        goto done;
+    }
+    nconv_epilogue epi = {relu ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, val[A_Z] ? alpha : 1.0};
+    if (nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, val[A_B] ? &hb.t : NULL, val[A_Z] ? &hz.t : NULL, &hy.t, NULL, 0)) {
+        fprintf(stderr, "%s\n", nconv_last_error());
+        goto done;
+    }
+    if (val[A_DY] && nconv_backward(ctx, &p, &epi, &hx.t, &hw.t, &hy.t, &hdy.t, &hdx.t, &hdw.t,
+                                    val[A_B] ? &hdb.t : NULL, val[A_Z] ? &hdz.t : NULL, NULL, 0)) {
+        fprintf(stderr, "%s\n", nconv_last_error());
+        goto done;
+    }
+    if (mkdir(val[A_OUT], 0777) && errno != EEXIST) {
+        rc = cli_fail("--out = '%s': cannot create the directory: %s", val[A_OUT], strerror(errno));
+        goto done;
+    }
+    struct stat sb;
+    if (stat(val[A_OUT], &sb) || !S_ISDIR(sb.st_mode)) {
+        rc = cli_fail("--out = '%s': not a directory", val[A_OUT]);
+        goto done;
+    }
+    rc = write_tensor(val[A_OUT], "y.npy", &hy, r, ys, drop, dt);
+    if (!rc && val[A_DY]) {
+        rc = write_tensor(val[A_OUT], "dx.npy", &hdx, r, xs, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "dw.npy", &hdw, r, wsh, 0, dt);
+        if (!rc && val[A_B]) rc = write_tensor(val[A_OUT], "db.npy", &hdb, 1, &p.out_channels, 0, dt);
+        if (!rc && val[A_Z]) rc = write_tensor(val[A_OUT], "dz.npy", &hdz, r, ys, drop, dt);
+    }
+done:
+    npy_free(&x), npy_free(&w), npy_free(&b), npy_free(&z), npy_free(&dy);
+    host_tensor *all[] = {&hx, &hw, &hb, &hz, &hy, &hdy, &hdx, &hdw, &hdb, &hdz};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]->buf);
+    nconv_context_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,75 @@
+/* Operands for check and bench: random data in the chosen layout and dtype. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/internal.h" /* element conversions */
+
+int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, host_tensor *h) {
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= shape[i];
+    h->buf = malloc(nconv_dtype_size(dt) * (size_t)(numel ? numel : 1));
+    if (!h->buf) return -1;
+    nconv_tensor_init(&h->t, h->buf, rank, shape, layout);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t rem = i, off = 0;
+        for (int k = rank - 1; k >= 0; k--) {
+            off += (rem % shape[k]) * h->t.stride[k];
+            rem /= shape[k];
+        }
+        nconv__store1(h->buf, dt, off, src ? src[i] : 0.0);
+    }
+    return 0;
+}
+
+static int random_tensor(int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, uint64_t *seed,
+                         host_tensor *h) {
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= shape[i];
+    double *v = calloc((size_t)(numel ? numel : 1), sizeof(double));
+    if (!v) return -1;
+    for (int64_t i = 0; i < numel; i++) v[i] = rng_uniform(seed);
+    int r = to_tensor(v, rank, shape, dt, layout, h);
+    free(v);
+    return r;
+}
+
+int run_data_init(run_data *d, const nconv_problem *p, nconv_layout layout, uint64_t seed) {
+    memset(d, 0, sizeof *d);
+    d->p = *p;
+    d->rank = p->ndims + 2;
+    if (nconv_problem_shapes(p, d->xs, d->ws, d->ys)) return -1;
+    const nconv_dtype dt = p->dtype;
+    const int r = d->rank;
+    int64_t oc = p->out_channels;
+    if (random_tensor(r, d->xs, dt, layout, &seed, &d->x) || random_tensor(r, d->ws, dt, layout, &seed, &d->w) ||
+        random_tensor(1, &oc, dt, layout, &seed, &d->b) || random_tensor(r, d->ys, dt, layout, &seed, &d->dy) ||
+        to_tensor(NULL, r, d->ys, dt, layout, &d->y) || to_tensor(NULL, r, d->xs, dt, layout, &d->dx) ||
+        to_tensor(NULL, r, d->ws, dt, layout, &d->dw) || to_tensor(NULL, 1, &oc, dt, layout, &d->db)) {
+        run_data_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+void run_data_free(run_data *d) {
+    host_tensor *all[] = {&d->x, &d->w, &d->b, &d->dy, &d->y, &d->dx, &d->dw, &d->db};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]->buf);
+    memset(d, 0, sizeof *d);
+}
+
+nconv_status run_dir(nconv_context *ctx, run_data *d, int dir) {
+    switch (dir) {
+    case 0: return nconv_forward(ctx, &d->p, NULL, &d->x.t, &d->w.t, &d->b.t, NULL, &d->y.t, NULL, 0);
+    case 1: return nconv_backward(ctx, &d->p, NULL, NULL, &d->w.t, NULL, &d->dy.t, &d->dx.t, NULL, NULL, NULL, NULL, 0);
+    default:
+        return nconv_backward(ctx, &d->p, NULL, &d->x.t, NULL, NULL, &d->dy.t, NULL, &d->dw.t, &d->db.t, NULL, NULL, 0);
+    }
+}
+
+nconv_direction core_dir(const nconv_problem *p, int dir) {
+    if (dir == 2) return NCONV_DIR_BWD_W;
+    if (p->transposed) return dir == 0 ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
+    return dir == 0 ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
+}
