@@ -145,10 +145,6 @@ int desc_parse(const char *str, int transposed, cli_problem *out, char *err, siz
         snprintf(why, sizeof why, "%s", nconv_last_error());
         return fail(err, errcap, str, why);
     }
-    int64_t o[NCONV_MAX_SPATIAL];
-    nconv_problem_output_size(p, o);
-    for (int k = 0; k < nd; k++)
-        if (o[k] != ax[3 - nd + k].o) return fail(err, errcap, str, "output size inconsistent with the input, kernel, stride and padding");
     return 0;
 }
 

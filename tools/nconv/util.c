@@ -90,8 +90,8 @@ int flag_value(int argc, char **argv, int *i, const char *name, const char **val
         return 1;
     }
     if (a[n] != '\0') return 0;
-    if (*i + 1 >= argc) {
-        *val = NULL; /* the caller reports the missing value */
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+        *val = NULL; /* the caller reports the missing value; values never start with "--" */
         return 1;
     }
     *val = argv[++*i];

@@ -1,0 +1,256 @@
+/*
+ * Every algorithm against the reference on randomized small problems (all
+ * features, NCX / NXC / strided views, every dtype), the adjoint identity
+ * <conv(x, w), g> = <x, bwd_d(g, w)> = <w, bwd_w(x, g)>, bitwise determinism,
+ * and outputs that start as NaN (an algorithm must never read them).
+ */
+#include "test_util.h"
+
+#include "../src/internal.h" /* element load/store */
+
+enum { LAYOUT_NCX, LAYOUT_NXC, LAYOUT_STRIDED };
+
+typedef struct tensor {
+    nconv_tensor t;
+    void *buf;
+    int rank;
+    int64_t shape[5];
+    size_t bytes;
+} tensor;
+
+static void tensor_make(tensor *a, int rank, const int64_t *shape, nconv_dtype dt, int layout, uint64_t *rng,
+                        int fill_nan) {
+    memset(a, 0, sizeof *a);
+    a->rank = rank;
+    memcpy(a->shape, shape, sizeof(int64_t) * (size_t)rank);
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= shape[i];
+    const int spread = layout == LAYOUT_STRIDED ? 2 : 1;
+    a->bytes = nconv_dtype_size(dt) * (size_t)(numel * spread + 1);
+    a->buf = malloc(a->bytes);
+    for (size_t i = 0; i < a->bytes / nconv_dtype_size(dt); i++) nconv__store1(a->buf, dt, (int64_t)i, NAN);
+    nconv_tensor_init(&a->t, a->buf, rank, shape, layout == LAYOUT_NXC ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
+    for (int i = 0; i < rank; i++) a->t.stride[i] *= spread;
+    if (fill_nan) return;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t rem = i, off = 0;
+        for (int k = rank - 1; k >= 0; k--) off += (rem % shape[k]) * a->t.stride[k], rem /= shape[k];
+        nconv__store1(a->buf, dt, off, test_uniform(rng));
+    }
+}
+
+/* max |a - b| / max |b| over the logical elements. */
+static double rel_err(const tensor *a, const tensor *b, nconv_dtype dt) {
+    int64_t numel = 1;
+    for (int i = 0; i < a->rank; i++) numel *= a->shape[i];
+    double md = 0, mr = 0;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t rem = i, oa = 0, ob = 0;
+        for (int k = a->rank - 1; k >= 0; k--) {
+            int64_t ix = rem % a->shape[k];
+            oa += ix * a->t.stride[k], ob += ix * b->t.stride[k], rem /= a->shape[k];
+        }
+        double va = nconv__load(a->buf, dt, oa), vb = nconv__load(b->buf, dt, ob);
+        double d = fabs(va - vb);
+        if (!(d <= md)) md = d;
+        if (fabs(vb) > mr) mr = fabs(vb);
+    }
+    return md / (mr > 0 ? mr : 1);
+}
+
+static double dot(const tensor *a, const tensor *b, nconv_dtype dt) {
+    int64_t numel = 1;
+    for (int i = 0; i < a->rank; i++) numel *= a->shape[i];
+    double s = 0;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t rem = i, oa = 0, ob = 0;
+        for (int k = a->rank - 1; k >= 0; k--) {
+            int64_t ix = rem % a->shape[k];
+            oa += ix * a->t.stride[k], ob += ix * b->t.stride[k], rem /= a->shape[k];
+        }
+        s += nconv__load(a->buf, dt, oa) * nconv__load(b->buf, dt, ob);
+    }
+    return s;
+}
+
+static void random_problem(uint64_t *rng, nconv_problem *p, nconv_dtype dt) {
+    for (;;) {
+        nconv_problem_init(p, (int)test_int(rng, 1, 3));
+        p->batch = test_int(rng, 0, 3) ? test_int(rng, 1, 3) : 0;
+        p->groups = test_int(rng, 1, 3);
+        p->in_channels = p->groups * test_int(rng, 1, 4);
+        p->out_channels = p->groups * test_int(rng, 1, 4);
+        p->transposed = (int)test_int(rng, 0, 2) == 0;
+        p->dtype = dt;
+        if (!p->transposed) p->padding_mode = (nconv_padding_mode)test_int(rng, 0, 3);
+        for (int i = 0; i < p->ndims; i++) {
+            p->in_size[i] = test_int(rng, 1, p->ndims == 3 ? 5 : 8);
+            p->kernel[i] = test_int(rng, 1, 3);
+            p->stride[i] = test_int(rng, 1, 3);
+            p->dilation[i] = test_int(rng, 1, 2);
+            p->pad_begin[i] = test_int(rng, 0, 2);
+            p->pad_end[i] = test_int(rng, -1, 2);
+            if (p->transposed) {
+                int64_t lim = p->stride[i] > p->dilation[i] ? p->stride[i] : p->dilation[i];
+                p->output_padding[i] = test_int(rng, 0, lim - 1);
+            }
+        }
+        if (nconv_problem_validate(p) == NCONV_OK) return;
+    }
+}
+
+typedef struct operands {
+    tensor x, w, b, z, dy, y, dx, dw, db, dz;
+    nconv_epilogue epi;
+    int has_b, has_z;
+} operands;
+
+static void operands_make(operands *o, const nconv_problem *p, int layout, uint64_t *rng, uint64_t *fill) {
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    int r = p->ndims + 2;
+    uint64_t f = *fill; /* same data for every algorithm */
+    tensor_make(&o->x, r, xs, p->dtype, layout, &f, 0);
+    tensor_make(&o->w, r, ws, p->dtype, layout, &f, 0);
+    tensor_make(&o->b, 1, &oc, p->dtype, layout, &f, 0);
+    tensor_make(&o->z, r, ys, p->dtype, layout, &f, 0);
+    tensor_make(&o->dy, r, ys, p->dtype, layout, &f, 0);
+    tensor_make(&o->y, r, ys, p->dtype, layout, &f, 1);
+    tensor_make(&o->dx, r, xs, p->dtype, layout, &f, 1);
+    tensor_make(&o->dw, r, ws, p->dtype, layout, &f, 1);
+    tensor_make(&o->db, 1, &oc, p->dtype, layout, &f, 1);
+    tensor_make(&o->dz, r, ys, p->dtype, layout, &f, 1);
+    (void)rng;
+}
+
+static void operands_free(operands *o) {
+    tensor *all[] = {&o->x, &o->w, &o->b, &o->z, &o->dy, &o->y, &o->dx, &o->dw, &o->db, &o->dz};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->buf);
+}
+
+static nconv_status run_all(nconv_context *ctx, const nconv_problem *p, operands *o) {
+    nconv_status st = nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL,
+                                    o->has_z ? &o->z.t : NULL, &o->y.t, NULL, 0);
+    if (st) return st;
+    return nconv_backward(ctx, p, &o->epi, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, &o->dx.t, &o->dw.t,
+                          o->has_b ? &o->db.t : NULL, o->has_z ? &o->dz.t : NULL, NULL, 0);
+}
+
+static double tolerance(nconv_dtype dt) {
+    return dt == NCONV_F64 ? 1e-12 : dt == NCONV_F32 ? 1e-5 : dt == NCONV_F16 ? 4e-3 : 3e-2;
+}
+
+static void test_against_reference(void) {
+    uint64_t rng = 42;
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16, NCONV_F64};
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    int compared = 0;
+    for (int iter = 0; iter < 300; iter++) {
+        nconv_problem p;
+        random_problem(&rng, &p, dts[iter % 4]);
+        int layout = (int)test_int(&rng, 0, 2);
+        uint64_t fill = test_rng(&rng);
+        operands r, a;
+        operands_make(&r, &p, layout, &rng, &fill);
+        r.has_b = (int)test_int(&rng, 0, 1), r.has_z = (int)test_int(&rng, 0, 1);
+        r.epi.activation = test_int(&rng, 0, 1) ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY;
+        r.epi.alpha = test_uniform(&rng) * 2;
+        nconv_status st = run_all(ref, &p, &r);
+        char desc[512] = "";
+        nconv_problem_to_desc(&p, desc, sizeof desc);
+        CHECK(st == NCONV_OK, "ref on %s: %s", desc, nconv_last_error());
+        for (int k = 0; k < nconv_algorithm_count(); k++) {
+            const char *name = nconv_algorithm_name(k);
+            int ap = 0;
+            if (!strcmp(name, "ref")) continue;
+            nconv_algorithm_applies(name, &p, NCONV_DIR_FWD, &ap, NULL);
+            if (!ap) continue;
+            nconv_context_set_algorithm(ctx, name);
+            nconv_context_set_threads(ctx, (int)test_int(&rng, 1, 4));
+            operands_make(&a, &p, layout, &rng, &fill);
+            a.has_b = r.has_b, a.has_z = r.has_z, a.epi = r.epi;
+            st = run_all(ctx, &p, &a);
+            CHECK(st == NCONV_OK, "%s on %s: %s", name, desc, nconv_last_error());
+            const double tol = tolerance(p.dtype);
+            struct { const char *n; tensor *x, *y; int on; } outs[] = {
+                {"y", &a.y, &r.y, 1}, {"dx", &a.dx, &r.dx, 1}, {"dw", &a.dw, &r.dw, 1},
+                {"db", &a.db, &r.db, r.has_b}, {"dz", &a.dz, &r.dz, r.has_z}};
+            for (size_t j = 0; j < sizeof outs / sizeof outs[0]; j++) {
+                if (!outs[j].on) continue;
+                double e = rel_err(outs[j].x, outs[j].y, p.dtype);
+                CHECK(e <= tol, "%s %s err %.3e > %.0e on %s (layout %d, relu %d, bias %d, z %d)", name, outs[j].n, e,
+                      tol, desc, layout, r.epi.activation, r.has_b, r.has_z);
+            }
+            compared++;
+            operands_free(&a);
+        }
+        operands_free(&r);
+    }
+    CHECK(compared > 150, "only %d comparisons ran", compared);
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
+static void test_adjoint(void) {
+    uint64_t rng = 7;
+    nconv_context *ctx;
+    nconv_context_create(&ctx);
+    for (int iter = 0; iter < 100; iter++) {
+        nconv_problem p;
+        random_problem(&rng, &p, NCONV_F64);
+        if (p.batch == 0) p.batch = 1;
+        uint64_t fill = test_rng(&rng);
+        operands o;
+        operands_make(&o, &p, LAYOUT_NCX, &rng, &fill);
+        nconv_forward(ctx, &p, NULL, &o.x.t, &o.w.t, NULL, NULL, &o.y.t, NULL, 0);
+        nconv_backward(ctx, &p, NULL, &o.x.t, &o.w.t, NULL, &o.dy.t, &o.dx.t, &o.dw.t, NULL, NULL, NULL, 0);
+        double a = dot(&o.y, &o.dy, p.dtype), b = dot(&o.x, &o.dx, p.dtype), c = dot(&o.w, &o.dw, p.dtype);
+        double scale = fabs(a) + 1e-300;
+        char desc[512] = "";
+        nconv_problem_to_desc(&p, desc, sizeof desc);
+        CHECK(fabs(a - b) <= 1e-10 * scale + 1e-12 && fabs(a - c) <= 1e-10 * scale + 1e-12,
+              "<y,g> = %.15g, <x,dx> = %.15g, <w,dw> = %.15g on %s (mode %d)", a, b, c, desc, p.padding_mode);
+        operands_free(&o);
+    }
+    nconv_context_destroy(ctx);
+}
+
+static void test_determinism(void) {
+    uint64_t rng = 99;
+    nconv_context *ctx;
+    nconv_context_create(&ctx);
+    for (int k = 0; k < nconv_algorithm_count(); k++) {
+        const char *name = nconv_algorithm_name(k);
+        nconv_context_set_algorithm(ctx, name);
+        for (int iter = 0; iter < 20; iter++) {
+            nconv_problem p;
+            random_problem(&rng, &p, NCONV_F32);
+            uint64_t fill = test_rng(&rng);
+            operands a, b;
+            operands_make(&a, &p, LAYOUT_NCX, &rng, &fill);
+            operands_make(&b, &p, LAYOUT_NCX, &rng, &fill);
+            a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+            a.has_b = b.has_b = 1;
+            nconv_context_set_threads(ctx, 1);
+            run_all(ctx, &p, &a);
+            nconv_context_set_threads(ctx, 3);
+            run_all(ctx, &p, &b);
+            int same = !memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                       !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes) && !memcmp(a.db.buf, b.db.buf, a.db.bytes);
+            CHECK(same, "%s: results differ between runs with 1 and 3 threads", name);
+            operands_free(&a);
+            operands_free(&b);
+        }
+    }
+    nconv_context_destroy(ctx);
+}
+
+int main(void) {
+    test_against_reference();
+    test_adjoint();
+    test_determinism();
+    return test_summary();
+}

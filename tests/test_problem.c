@@ -1,0 +1,244 @@
+/* Geometry, validation messages, descriptors, repro lines and API misuse. */
+#include "test_util.h"
+
+static nconv_problem conv2d(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, int64_t k) {
+    nconv_problem p;
+    nconv_problem_init(&p, 2);
+    p.batch = n, p.in_channels = c, p.out_channels = o;
+    p.in_size[0] = h, p.in_size[1] = w;
+    p.kernel[0] = p.kernel[1] = k;
+    return p;
+}
+
+static void test_geometry(void) {
+    int64_t out[3];
+    nconv_problem p = conv2d(2, 3, 4, 10, 11, 3);
+    CHECK(nconv_problem_output_size(&p, out) == NCONV_OK && out[0] == 8 && out[1] == 9, "%lld %lld",
+          (long long)out[0], (long long)out[1]);
+    p.stride[0] = 2, p.stride[1] = 3, p.pad_begin[0] = 1, p.pad_end[0] = 1, p.dilation[1] = 2;
+    /* h: floor((10 + 2 - 2 - 1) / 2) + 1 = 5; w: floor((11 - 4 - 1) / 3) + 1 = 3 */
+    CHECK(nconv_problem_output_size(&p, out) == NCONV_OK && out[0] == 5 && out[1] == 3, "%lld %lld",
+          (long long)out[0], (long long)out[1]);
+    /* Negative end padding drops trailing input. */
+    p = conv2d(1, 1, 1, 10, 10, 3);
+    p.pad_end[0] = -2;
+    CHECK(nconv_problem_output_size(&p, out) == NCONV_OK && out[0] == 6 && out[1] == 8, "%lld", (long long)out[0]);
+    /* Transposed: (in - 1) * s - pb - pe + d * (k - 1) + op + 1 */
+    p = conv2d(1, 4, 6, 5, 5, 4);
+    p.transposed = 1;
+    p.stride[0] = p.stride[1] = 2;
+    p.pad_begin[0] = p.pad_end[0] = 1;
+    p.output_padding[0] = 1;
+    CHECK(nconv_problem_output_size(&p, out) == NCONV_OK && out[0] == 11 && out[1] == 12, "%lld %lld",
+          (long long)out[0], (long long)out[1]);
+    int64_t xs[5], ws[5], ys[5];
+    CHECK(nconv_problem_shapes(&p, xs, ws, ys) == NCONV_OK && ws[0] == 4 && ws[1] == 6 && ys[1] == 6 && ys[2] == 11,
+          "transposed weight shape %lld %lld", (long long)ws[0], (long long)ws[1]);
+    double f;
+    /* Transposed FLOPs count the direct convolution: 2 * N * 4 * 6 * 16 * 25. */
+    CHECK(nconv_problem_flops(&p, &f) == NCONV_OK && f == 2.0 * 4 * 6 * 16 * 25, "%g", f);
+    p = conv2d(2, 4, 8, 6, 6, 3);
+    p.groups = 2;
+    CHECK(nconv_problem_flops(&p, &f) == NCONV_OK && f == 2.0 * 2 * 8 * 2 * 9 * 16, "%g", f);
+
+    /* same: extra padding of even kernels at the end. */
+    p = conv2d(1, 1, 1, 9, 9, 4);
+    p.dilation[1] = 3;
+    CHECK(nconv_problem_set_padding_same(&p) == NCONV_OK && p.pad_begin[0] == 1 && p.pad_end[0] == 2 &&
+              p.pad_begin[1] == 4 && p.pad_end[1] == 5,
+          "%lld %lld %lld %lld", (long long)p.pad_begin[0], (long long)p.pad_end[0], (long long)p.pad_begin[1],
+          (long long)p.pad_end[1]);
+    CHECK(nconv_problem_output_size(&p, out) == NCONV_OK && out[0] == 9 && out[1] == 9, "same keeps the size");
+    p.stride[1] = 2;
+    CHECK_ERROR(nconv_problem_set_padding_same(&p), NCONV_INVALID_ARGUMENT, "stride[1] = 2");
+}
+
+static void test_validation(void) {
+    nconv_problem p;
+#define BAD(mutate, needle)                                                 \
+    do {                                                                    \
+        p = conv2d(2, 4, 6, 8, 8, 3);                                       \
+        mutate;                                                             \
+        CHECK_ERROR(nconv_problem_validate(&p), NCONV_INVALID_ARGUMENT, needle); \
+    } while (0)
+    BAD(p.ndims = 4, "ndims = 4");
+    BAD(p.ndims = 0, "ndims = 0");
+    BAD(p.batch = -1, "batch = -1");
+    BAD(p.in_channels = 0, "in_channels = 0");
+    BAD(p.out_channels = -3, "out_channels = -3");
+    BAD(p.groups = 0, "groups = 0");
+    BAD(p.groups = 3, "in_channels = 4 is not divisible by groups = 3");
+    BAD((p.groups = 2, p.out_channels = 5), "out_channels = 5 is not divisible by groups = 2");
+    BAD(p.transposed = 2, "transposed = 2");
+    BAD(p.padding_mode = (nconv_padding_mode)7, "padding_mode = 7");
+    BAD(p.dtype = (nconv_dtype)9, "dtype = 9");
+    BAD((p.transposed = 1, p.padding_mode = NCONV_PAD_REFLECT), "only zeros padding");
+    BAD(p.in_size[1] = 0, "in_size[1] = 0");
+    BAD(p.kernel[0] = 0, "kernel[0] = 0");
+    BAD(p.stride[1] = 0, "stride[1] = 0");
+    BAD(p.dilation[0] = 0, "dilation[0] = 0");
+    BAD(p.pad_begin[1] = -1, "pad_begin[1] = -1");
+    BAD(p.output_padding[0] = 1, "output_padding[0] = 1: only a transposed");
+    BAD((p.transposed = 1, p.stride[0] = 2, p.output_padding[0] = 2), "output_padding[0] = 2");
+    BAD((p.padding_mode = NCONV_PAD_REFLECT, p.pad_begin[0] = 8), "reflect padding must be smaller than");
+    BAD((p.padding_mode = NCONV_PAD_CIRCULAR, p.pad_end[1] = 9), "circular padding must be at most");
+    BAD(p.kernel[1] = 9, "output size < 1 along dim 1");
+    BAD((p.transposed = 1, p.pad_begin[0] = 20), "output size < 1 along dim 0");
+    BAD((p.dilation[0] = INT64_MAX / 2, p.kernel[0] = 4), "overflows");
+    BAD((p.batch = INT64_MAX / 4, p.in_channels = 1024), "overflows");
+#undef BAD
+    /* The output padding rule takes the larger of stride and dilation. */
+    p = conv2d(1, 1, 1, 4, 4, 3);
+    p.transposed = 1, p.dilation[0] = 3, p.output_padding[0] = 2;
+    CHECK(nconv_problem_validate(&p) == NCONV_OK, "%s", nconv_last_error());
+    CHECK_ERROR(nconv_problem_init(NULL, 2), NCONV_INVALID_ARGUMENT, "problem is NULL");
+    CHECK_ERROR(nconv_problem_init(&p, 5), NCONV_INVALID_ARGUMENT, "ndims = 5");
+}
+
+static void test_text(void) {
+    nconv_problem p = conv2d(8, 64, 128, 56, 56, 3);
+    p.stride[0] = p.stride[1] = 2, p.pad_begin[0] = p.pad_begin[1] = 1, p.pad_end[0] = p.pad_end[1] = 1;
+    char buf[1024];
+    CHECK(nconv_problem_to_desc(&p, buf, sizeof buf) == NCONV_OK &&
+              !strcmp(buf, "g1mb8_ic64ih56iw56_oc128oh28ow28_kh3kw3_sh2sw2_ph1pw1_dh0dw0"),
+          "%s", buf);
+    CHECK_ERROR(nconv_problem_to_desc(&p, buf, 10), NCONV_INVALID_ARGUMENT, "too small");
+    CHECK(nconv_problem_repro(&p, NCONV_REPRO_CLI, buf, sizeof buf) == NCONV_OK &&
+              !strcmp(buf, "nconv check --dtype f32 g1mb8_ic64ih56iw56_oc128oh28ow28_kh3kw3_sh2sw2_ph1pw1_dh0dw0"),
+          "%s", buf);
+    CHECK(nconv_problem_repro(&p, NCONV_REPRO_PYTORCH, buf, sizeof buf) == NCONV_OK &&
+              strstr(buf, "F.conv2d(x, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1)"),
+          "%s", buf);
+    p.padding_mode = NCONV_PAD_REFLECT;
+    p.pad_end[1] = 0;
+    CHECK(nconv_problem_repro(&p, NCONV_REPRO_PYTORCH, buf, sizeof buf) == NCONV_OK &&
+              strstr(buf, "F.pad(x, (1, 0, 1, 1), mode='reflect')"),
+          "%s", buf);
+    p.transposed = 1;
+    p.padding_mode = NCONV_PAD_ZEROS;
+    CHECK(nconv_problem_repro(&p, NCONV_REPRO_PYTORCH, buf, sizeof buf) == NCONV_OK &&
+              strstr(buf, "F.conv_transpose2d(") && strstr(buf, "y = F.pad(y, (-1, 0, -1, -1))"),
+          "%s", buf);
+    /* A rejected problem still gets a line saying why. */
+    p.kernel[0] = 0;
+    CHECK(nconv_problem_repro(&p, NCONV_REPRO_CLI, buf, sizeof buf) == NCONV_OK && strstr(buf, "kernel[0] = 0"),
+          "%s", buf);
+}
+
+static void test_api_misuse(void) {
+    nconv_problem p = conv2d(1, 2, 3, 5, 5, 3);
+    float x[50], w[54], y[27], b[3];
+    int64_t xs[4] = {1, 2, 5, 5}, wsh[4] = {3, 2, 3, 3}, ys[4] = {1, 3, 3, 3}, bs[1] = {3};
+    nconv_tensor tx, tw, ty, tb;
+    for (int i = 0; i < 50; i++) x[i] = (float)i / 50;
+    for (int i = 0; i < 54; i++) w[i] = (float)i / 54;
+    nconv_tensor_init(&tx, x, 4, xs, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tw, w, 4, wsh, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&ty, y, 4, ys, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tb, b, 1, bs, NCONV_LAYOUT_NCX);
+    for (int i = 0; i < 27; i++) y[i] = -7.0f;
+    CHECK_ERROR(nconv_forward(NULL, &p, NULL, NULL, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "x is NULL");
+    nconv_tensor nodata = tx;
+    nodata.data = NULL;
+    CHECK_ERROR(nconv_forward(NULL, &p, NULL, &nodata, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "x->data is NULL");
+    nconv_epilogue bad_act = {(nconv_activation)5, 1.0}, bad_alpha = {NCONV_ACT_RELU, NAN};
+    CHECK_ERROR(nconv_forward(NULL, &p, &bad_act, &tx, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "activation = 5");
+    CHECK_ERROR(nconv_forward(NULL, &p, &bad_alpha, &tx, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "alpha = nan");
+    CHECK_ERROR(nconv_forward(NULL, &p, NULL, &tx, &tw, NULL, &ty, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "z aliases y");
+    char small[16];
+    CHECK_ERROR(nconv_forward(NULL, &p, NULL, &tx, &tw, &tb, NULL, &ty, small, sizeof small), NCONV_OUT_OF_MEMORY,
+                "workspace_size = 16");
+    nconv_problem q = p;
+    q.stride[0] = 0;
+    CHECK_ERROR(nconv_forward(NULL, &q, NULL, &tx, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "stride[0] = 0");
+    int untouched = 1;
+    for (int i = 0; i < 27; i++) untouched &= y[i] == -7.0f;
+    CHECK(untouched, "a rejected call wrote its output");
+
+    /* Caller workspace of exactly the queried size works. */
+    size_t need = 0;
+    CHECK(nconv_workspace_size(NULL, &p, NCONV_OP_FORWARD, NULL, &need) == NCONV_OK && need > 0, "%zu", need);
+    void *ws = malloc(need);
+    for (int i = 0; i < 3; i++) b[i] = 0.5f;
+    CHECK(nconv_forward(NULL, &p, NULL, &tx, &tw, &tb, NULL, &ty, ws, need) == NCONV_OK, "%s", nconv_last_error());
+    CHECK(nconv_workspace_size(NULL, &p, NCONV_OP_BACKWARD, NULL, &need) == NCONV_OK, "backward query");
+    ws = realloc(ws, need);
+    float dy[27], dx[50], dw[54], db[3];
+    nconv_tensor tdy, tdx, tdw, tdb;
+    for (int i = 0; i < 27; i++) dy[i] = 1.0f;
+    nconv_tensor_init(&tdy, dy, 4, ys, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tdx, dx, 4, xs, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tdw, dw, 4, wsh, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tdb, db, 1, bs, NCONV_LAYOUT_NCX);
+    CHECK(nconv_backward(NULL, &p, NULL, &tx, &tw, &ty, &tdy, &tdx, &tdw, &tdb, NULL, ws, need) == NCONV_OK, "%s",
+          nconv_last_error());
+    CHECK(db[0] == 9.0f && db[2] == 9.0f, "db = %g", db[0]);
+    free(ws);
+    CHECK_ERROR(nconv_backward(NULL, &p, NULL, NULL, &tw, NULL, &tdy, NULL, &tdw, NULL, NULL, NULL, 0),
+                NCONV_INVALID_ARGUMENT, "x is NULL but required");
+    nconv_epilogue relu = {NCONV_ACT_RELU, 1.0};
+    CHECK_ERROR(nconv_backward(NULL, &p, &relu, &tx, &tw, NULL, &tdy, &tdx, NULL, NULL, NULL, NULL, 0),
+                NCONV_INVALID_ARGUMENT, "y is NULL but required");
+    CHECK(nconv_backward(NULL, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0) == NCONV_OK,
+          "an empty output mask is a no-op");
+
+    /* Context. */
+    nconv_context *ctx = NULL;
+    CHECK(nconv_context_create(&ctx) == NCONV_OK, "create");
+    CHECK_ERROR(nconv_context_set_threads(ctx, 0), NCONV_INVALID_ARGUMENT, "threads = 0");
+    CHECK_ERROR(nconv_context_set_deterministic(ctx, 3), NCONV_INVALID_ARGUMENT, "deterministic = 3");
+    CHECK_ERROR(nconv_context_set_algorithm(ctx, "winograd9"), NCONV_INVALID_ARGUMENT, "'winograd9': unknown");
+    CHECK_ERROR(nconv_context_set_policy(ctx, NCONV_POLICY_FORCED), NCONV_INVALID_ARGUMENT, "name the algorithm");
+    CHECK_ERROR(nconv_context_set_policy(ctx, (nconv_algo_policy)9), NCONV_INVALID_ARGUMENT, "policy = 9");
+    CHECK(nconv_context_set_algorithm(ctx, "gemm") == NCONV_OK, "force gemm");
+    nconv_problem pd = p;
+    pd.dtype = NCONV_F64;
+    double xd[50] = {0}, wd[54] = {0}, yd[27];
+    nconv_tensor txd = tx, twd = tw, tyd = ty;
+    txd.data = xd, twd.data = wd, tyd.data = yd;
+    CHECK_ERROR(nconv_forward(ctx, &pd, NULL, &txd, &twd, NULL, NULL, &tyd, NULL, 0), NCONV_UNSUPPORTED,
+                "algorithm = 'gemm' does not apply: f64");
+    const char *name = NULL;
+    CHECK(nconv_context_set_algorithm(ctx, "auto") == NCONV_OK &&
+              nconv_algorithm_chosen(ctx, &pd, NCONV_DIR_FWD, &name) == NCONV_OK && !strcmp(name, "ref"),
+          "f64 runs on ref, got %s", name ? name : "(null)");
+    CHECK(nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK) == NCONV_OK, "benchmark policy");
+    CHECK(nconv_forward(ctx, &p, NULL, &tx, &tw, &tb, NULL, &ty, NULL, 0) == NCONV_OK, "%s", nconv_last_error());
+    CHECK(nconv_forward(ctx, &p, NULL, &tx, &tw, &tb, NULL, &ty, NULL, 0) == NCONV_OK, "cached: %s",
+          nconv_last_error());
+    nconv_context_destroy(ctx);
+
+    /* Tensors and names. */
+    nconv_tensor t;
+    int64_t shape[4] = {2, 3, 4, 5};
+    CHECK(nconv_tensor_init(&t, NULL, 4, shape, NCONV_LAYOUT_NXC) == NCONV_OK && t.stride[1] == 1 && t.stride[3] == 3 &&
+              t.stride[2] == 15 && t.stride[0] == 60,
+          "nxc strides %lld %lld %lld %lld", (long long)t.stride[0], (long long)t.stride[1], (long long)t.stride[2],
+          (long long)t.stride[3]);
+    CHECK_ERROR(nconv_tensor_init(&t, NULL, 6, shape, NCONV_LAYOUT_NCX), NCONV_INVALID_ARGUMENT, "rank = 6");
+    shape[2] = -1;
+    CHECK_ERROR(nconv_tensor_init(&t, NULL, 4, shape, NCONV_LAYOUT_NCX), NCONV_INVALID_ARGUMENT, "shape[2] = -1");
+    CHECK(!strcmp(nconv_status_string(NCONV_OUT_OF_MEMORY), "out of memory"), "status string");
+    CHECK(nconv_dtype_size(NCONV_BF16) == 2 && nconv_dtype_size((nconv_dtype)7) == 0, "dtype sizes");
+    int applies = 1;
+    const char *why = NULL;
+    CHECK(nconv_algorithm_applies("gemm", &pd, NCONV_DIR_BWD_W, &applies, &why) == NCONV_OK && !applies &&
+              strstr(why, "f64"),
+          "applies");
+    CHECK_ERROR(nconv_algorithm_applies("nope", &p, NCONV_DIR_FWD, &applies, NULL), NCONV_INVALID_ARGUMENT,
+                "'nope': unknown");
+}
+
+int main(void) {
+    test_geometry();
+    test_validation();
+    test_text();
+    test_api_misuse();
+    return test_summary();
+}

@@ -1,0 +1,57 @@
+/* Minimal test harness: CHECK records a failure with its location and goes on;
+ * test_summary prints "N passed, N failed" and gives the exit status. */
+#ifndef NCONV_TEST_UTIL_H
+#define NCONV_TEST_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nconv.h"
+
+static int test_passed, test_failed;
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (cond) {                                                                       \
+            test_passed++;                                                                \
+        } else {                                                                          \
+            test_failed++;                                                                \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            printf(__VA_ARGS__);                                                          \
+            printf("\n");                                                                 \
+        }                                                                                 \
+    } while (0)
+
+/* A call expected to fail with `status` and a message containing `needle`. */
+#define CHECK_ERROR(call, status, needle)                                                          \
+    do {                                                                                           \
+        nconv_status st_ = (call);                                                                 \
+        CHECK(st_ == (status) && strstr(nconv_last_error(), (needle)) != NULL,                     \
+              "status %d (want %d), message '%s' (want '%s')", (int)st_, (int)(status),            \
+              nconv_last_error(), (needle));                                                       \
+    } while (0)
+
+static inline int test_summary(void) {
+    printf("%d passed, %d failed\n", test_passed, test_failed);
+    return test_failed ? 1 : 0;
+}
+
+static inline uint64_t test_rng(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static inline double test_uniform(uint64_t *s) { return (double)(test_rng(s) >> 11) * 0x1p-52 - 1.0; }
+
+/* Integer in [lo, hi]. */
+static inline int64_t test_int(uint64_t *s, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(test_rng(s) % (uint64_t)(hi - lo + 1));
+}
+
+#endif

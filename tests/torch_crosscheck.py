@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""Cross-check of `nconv compute` against PyTorch (Debian's python3-torch).
+
+Usage: torch_crosscheck.py NCONV_BINARY [--quick]
+
+Each case writes .npy inputs, runs `nconv compute`, and compares every output
+file with PyTorch autograd on the same inputs (rounded to the compute dtype
+first), evaluated in float64: err = max|nconv - torch| / max|torch|.
+Tolerances: f64 1e-10, f32 1e-4, f16 5e-3, bf16 3e-2.
+Prints one line per case and a final "N passed, N failed" line.
+"""
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+TOL = {"f64": 1e-10, "f32": 1e-4, "f16": 5e-3, "bf16": 3e-2}
+NP_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}
+
+
+def round_to(a, dtype):
+    """Values as nconv stores them in the compute dtype, as float64."""
+    t = torch.from_numpy(np.asarray(a, dtype=np.float64))
+    if dtype == "f16":
+        t = t.half()
+    elif dtype == "bf16":
+        t = t.bfloat16()
+    elif dtype == "f32":
+        t = t.float()
+    return t.double()
+
+
+def torch_reference(case, arrays):
+    """Outputs of the fused expression and its gradients, in float64."""
+    dt = case["dtype"]
+    x = round_to(arrays["x"], dt).requires_grad_(True)
+    w = round_to(arrays["w"], dt).requires_grad_(True)
+    b = round_to(arrays["b"], dt).requires_grad_(True) if "b" in arrays else None
+    z = round_to(arrays["z"], dt).requires_grad_(True) if "z" in arrays else None
+    nd = w.dim() - 2
+    unbatched = x.dim() == nd + 1
+    xb = x.unsqueeze(0) if unbatched else x
+    s, d, g = case["stride"], case["dilation"], case["groups"]
+    pb, pe = case["pad_begin"], case["pad_end"]
+    if not case["transposed"]:
+        conv = getattr(F, "conv%dd" % nd)
+        pads = []
+        for i in reversed(range(nd)):
+            pads += [pb[i], pe[i]]
+        mode = case["mode"]
+        if mode == "zeros":
+            xp = F.pad(xb, pads)
+        else:
+            xp = F.pad(xb, pads, mode=mode)
+        y = conv(xp, w, None, stride=s, dilation=d, groups=g)
+    else:
+        convt = getattr(F, "conv_transpose%dd" % nd)
+        y = convt(xb, w, None, stride=s, padding=0, output_padding=0, groups=g, dilation=d)
+        crop = []
+        for i in reversed(range(nd)):
+            crop += [-pb[i], -(pe[i] - case["output_padding"][i])]
+        y = F.pad(y, crop)
+    if unbatched:
+        y = y.squeeze(0)
+    shape = [1] * y.dim()
+    shape[-nd - 1] = -1
+    if b is not None:
+        y = y + b.view(shape)
+    if z is not None:
+        y = y + case["alpha"] * z
+    if case["relu"]:
+        y = torch.relu(y)
+    out = {"y": y}
+    if "dy" in arrays:
+        dy = round_to(arrays["dy"], dt)
+        leaves = [("dx", x), ("dw", w)] + ([("db", b)] if b is not None else []) + ([("dz", z)] if z is not None else [])
+        grads = torch.autograd.grad((y * dy).sum(), [t for _, t in leaves], allow_unused=True)
+        for (name, t), gr in zip(leaves, grads):
+            out[name] = gr if gr is not None else torch.zeros_like(t)
+    return {k: v.detach().numpy() for k, v in out.items()}
+
+
+def out_size(case, in_size, k):
+    s, d = case["stride"], case["dilation"]
+    pb, pe = case["pad_begin"], case["pad_end"]
+    out = []
+    for i in range(len(k)):
+        ext = d[i] * (k[i] - 1)
+        if case["transposed"]:
+            out.append((in_size[i] - 1) * s[i] - pb[i] - pe[i] + ext + case["output_padding"][i] + 1)
+        else:
+            out.append((in_size[i] + pb[i] + pe[i] - ext - 1) // s[i] + 1)
+    return out
+
+
+def make_case(rng, nd, **kw):
+    case = dict(nd=nd, N=2, C=4, O=6, groups=1, transposed=False, stride=[1] * nd, dilation=[1] * nd,
+                pad_begin=[0] * nd, pad_end=[0] * nd, output_padding=[0] * nd, mode="zeros", bias=True,
+                z=False, alpha=1.0, relu=False, dy=True, dtype="f32", layout="ncx", algo=None, unbatched=False,
+                padding_flag=None, in_size=[7, 6, 5][:nd], kernel=[3, 2, 3][:nd])
+    case.update(kw)
+    for key in ("stride", "dilation", "pad_begin", "pad_end", "output_padding", "in_size", "kernel"):
+        if isinstance(case[key], int):
+            case[key] = [case[key]] * nd
+    if case["padding_flag"] == "same":
+        tot = [case["dilation"][i] * (case["kernel"][i] - 1) for i in range(nd)]
+        case["pad_begin"] = [t // 2 for t in tot]
+        case["pad_end"] = [t - t // 2 for t in tot]
+    elif case["padding_flag"] == "valid":
+        case["pad_begin"] = case["pad_end"] = [0] * nd
+    return case
+
+
+def run_case(nconv, case, rng, tmp):
+    nd, G = case["nd"], case["groups"]
+    C, O = case["C"], case["O"]
+    k, ins = case["kernel"], case["in_size"]
+    wshape = [C, O // G] + k if case["transposed"] else [O, C // G] + k
+    xshape = ([] if case["unbatched"] else [case["N"]]) + [C] + ins
+    yshape = ([] if case["unbatched"] else [case["N"]]) + [O] + out_size(case, ins, k)
+    np_dt = NP_DTYPE[case["dtype"]]
+    arrays = {"x": rng.standard_normal(xshape), "w": rng.standard_normal(wshape)}
+    if case["bias"]:
+        arrays["b"] = rng.standard_normal([O])
+    if case["z"]:
+        arrays["z"] = rng.standard_normal(yshape)
+    if case["dy"]:
+        arrays["dy"] = rng.standard_normal(yshape)
+    args = [nconv, "compute", "--out", os.path.join(tmp, "out")]
+    for name, a in arrays.items():
+        path = os.path.join(tmp, name + ".npy")
+        np.save(path, np.asarray(round_to(a, case["dtype"]).numpy(), dtype=np_dt))
+        args += ["--" + name, path]
+    args += ["--stride", ",".join(map(str, case["stride"])), "--dilation", ",".join(map(str, case["dilation"])),
+             "--groups", str(G)]
+    if case["padding_flag"]:
+        args += ["--padding", case["padding_flag"]]
+    else:
+        args += ["--padding", ",".join(map(str, case["pad_begin"])), "--pad-end", ",".join(map(str, case["pad_end"]))]
+    if case["transposed"]:
+        args += ["--transposed", "--output-padding", ",".join(map(str, case["output_padding"]))]
+    if case["mode"] != "zeros":
+        args += ["--padding-mode", case["mode"]]
+    if case["z"]:
+        args += ["--alpha", repr(case["alpha"])]
+    if case["relu"]:
+        args += ["--relu"]
+    if case["dtype"] in ("bf16", "f64") or case.get("force_dtype"):
+        args += ["--dtype", case["dtype"]]
+    args += ["--layout", case["layout"]]
+    if case["algo"]:
+        args += ["--algo", case["algo"]]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, "exit %d: %s" % (r.returncode, r.stderr.strip())
+    ref = torch_reference(case, arrays)
+    worst = 0.0
+    for name, want in ref.items():
+        path = os.path.join(tmp, "out", name + ".npy")
+        if not os.path.exists(path):
+            return False, "missing " + name + ".npy"
+        got = np.load(path).astype(np.float64)
+        if got.shape != want.shape:
+            return False, "%s shape %s, torch %s" % (name, got.shape, want.shape)
+        scale = max(np.abs(want).max() if want.size else 0.0, 1e-6)
+        err = float(np.abs(got - want).max() / scale) if want.size else 0.0
+        if not err <= TOL[case["dtype"]]:
+            return False, "%s err %.3e > %.0e" % (name, err, TOL[case["dtype"]])
+        worst = max(worst, err)
+    extra = set(f[:-4] for f in os.listdir(os.path.join(tmp, "out"))) - set(ref)
+    if extra:
+        return False, "unexpected outputs " + ",".join(sorted(extra))
+    return True, "err %.2e" % worst
+
+
+def cases(rng, quick):
+    out = []
+    for nd in (1, 2, 3):
+        out.append(make_case(rng, nd))
+        out.append(make_case(rng, nd, stride=2, pad_begin=1, pad_end=1))
+        out.append(make_case(rng, nd, dilation=2, pad_begin=2, pad_end=1))
+        out.append(make_case(rng, nd, groups=2, stride=[2, 1, 2][:nd], pad_begin=1, pad_end=0))
+        out.append(make_case(rng, nd, C=4, O=8, groups=4, pad_begin=1, pad_end=1))  # depthwise x2
+        out.append(make_case(rng, nd, padding_flag="same", kernel=[4, 2, 3][:nd], dilation=[1, 2, 1][:nd]))
+        out.append(make_case(rng, nd, padding_flag="valid"))
+        out.append(make_case(rng, nd, pad_begin=1, pad_end=-1, stride=2))  # negative end padding
+        for mode in ("reflect", "replicate", "circular"):
+            out.append(make_case(rng, nd, mode=mode, pad_begin=2, pad_end=1, stride=[1, 2, 1][:nd]))
+        out.append(make_case(rng, nd, transposed=True))
+        out.append(make_case(rng, nd, transposed=True, stride=2, pad_begin=1, pad_end=1, output_padding=1))
+        out.append(make_case(rng, nd, transposed=True, groups=2, stride=[3, 2, 2][:nd], dilation=[2, 1, 3][:nd],
+                             pad_begin=[1, 0, 2][:nd], pad_end=[2, 1, 0][:nd], output_padding=[1, 0, 2][:nd]))
+        out.append(make_case(rng, nd, transposed=True, pad_begin=0, pad_end=-2))  # uncovered trailing outputs
+        out.append(make_case(rng, nd, z=True, alpha=-0.5, relu=True))
+        out.append(make_case(rng, nd, z=True, bias=False))
+        out.append(make_case(rng, nd, relu=True, transposed=True, stride=2, output_padding=1))
+        out.append(make_case(rng, nd, unbatched=True, pad_begin=1, pad_end=1))
+        out.append(make_case(rng, nd, unbatched=True, transposed=True, stride=2))
+        out.append(make_case(rng, nd, N=0, dy=True))
+        out.append(make_case(rng, nd, dy=False, relu=True))
+        for layout in ("nxc",):
+            out.append(make_case(rng, nd, layout=layout, groups=2, stride=2, pad_begin=1, pad_end=1, z=True))
+            out.append(make_case(rng, nd, layout=layout, transposed=True, stride=2, output_padding=1))
+    # dtypes and algorithms over a few feature mixes
+    for nd, dtype, algo in itertools.product((1, 2, 3), ("f64", "f16", "bf16", "f32"), (None, "ref", "gemm")):
+        if dtype == "f64" and algo == "gemm":
+            continue
+        if quick and algo is not None and nd != 2:
+            continue
+        out.append(make_case(rng, nd, dtype=dtype, algo=algo, groups=2, stride=2, pad_begin=1, pad_end=2,
+                             z=True, relu=True, force_dtype=True))
+        out.append(make_case(rng, nd, dtype=dtype, algo=algo, transposed=True, stride=2, output_padding=1,
+                             pad_begin=1, pad_end=1, force_dtype=True))
+        out.append(make_case(rng, nd, dtype=dtype, algo=algo, mode="reflect", pad_begin=1, pad_end=2,
+                             force_dtype=True))
+    return out
+
+
+def main():
+    nconv = sys.argv[1]
+    quick = "--quick" in sys.argv
+    rng = np.random.default_rng(1234)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as root:
+        for i, case in enumerate(cases(rng, quick)):
+            tmp = os.path.join(root, str(i))
+            os.makedirs(tmp)
+            ok, msg = run_case(nconv, case, rng, tmp)
+            label = " ".join("%s=%s" % (k, v) for k, v in sorted(case.items())
+                             if k not in ("nd",) and v not in (None, False))
+            print("%s %dD %s: %s" % ("ok  " if ok else "FAIL", case["nd"], msg, label))
+            passed += ok
+            failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
