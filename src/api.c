@@ -83,12 +83,13 @@ static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, o
  * else the largest of the applicable ones (the benchmark policy runs all). */
 static size_t algo_workspace(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
     const nconv_algo *forced = nconv__ctx_forced(ctx);
-    if (forced) return forced->workspace(c, dir);
+    const int threads = nconv__ctx_threads(ctx);
+    if (forced) return forced->workspace(c, dir, threads);
     size_t best = 0;
     for (int i = 0; i < nconv__algo_count(); i++) {
         const nconv_algo *a = nconv__algo_at(i);
         if (!a->applies(c, dir, NULL)) continue;
-        size_t s = a->workspace(c, dir);
+        size_t s = a->workspace(c, dir, threads);
         if (s > best) best = s;
     }
     return best;

@@ -92,6 +92,19 @@ typedef struct nconv_epi {
  * applying epi (may be NULL) on channel dim 1. */
 void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nconv_epi *epi);
 
+/* NHWC ("channels last") dense f32 copies: dst[n][spatial][c] of a rank-5
+ * activation view, and back with the epilogue applied. */
+int nconv__view_is_nxc_f32(const nconv_view *v);
+void nconv__gather_nxc_f32(const nconv_view *v, float *dst);
+void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_epi *epi);
+
+/* ------------------------------------------------------------- threading */
+
+typedef void (*nconv_task_fn)(void *arg, int tid, int nthreads);
+void nconv__parallel(int threads, nconv_task_fn fn, void *arg);
+/* The share [begin, end) of n items for thread tid of nthreads. */
+void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
+
 /* ------------------------------------------------------------- workspace */
 
 /* A bump allocator over the workspace; sizes are rounded to 64 bytes so the
@@ -121,10 +134,11 @@ typedef struct nconv_algo {
     const char *name;
     /* 1 if the algorithm computes dir of c; else 0 and a static reason. */
     int (*applies)(const nconv_core *c, nconv_direction dir, const char **why_not);
-    size_t (*workspace)(const nconv_core *c, nconv_direction dir);
+    size_t (*workspace)(const nconv_core *c, nconv_direction dir, int threads);
     nconv_status (*run)(const nconv_exec *e);
 } nconv_algo;
 
+extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
 

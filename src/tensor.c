@@ -228,7 +228,7 @@ static void scatter_row(void *vctx, int64_t dense, int64_t off, int64_t stride, 
         if (e) {
             val += bias;
             if (e->z) val += e->alpha * nconv__load(e->z->data, e->z->dt, zoff + i * zstride);
-            if (e->relu) val = val > 0 ? val : (isnan(val) ? val : 0.0);
+            if (e->relu && val < 0) val = 0.0; /* NaN stays NaN, as torch.relu */
         }
         if (v->dt == NCONV_F32 && !s->f64 && !e)
             ((float *)v->data)[off + i * stride] = ((const float *)s->src)[dense + i];
@@ -254,4 +254,105 @@ void *nconv__arena_take(nconv_arena *a, size_t bytes) {
     void *p = a->base + a->used + pad;
     a->used += pad + need;
     return p;
+}
+
+/* ---------------------------------------------------- NHWC f32 copies */
+
+int nconv__view_is_nxc_f32(const nconv_view *v) {
+    if (v->dt != NCONV_F32 || v->rank != 5) return 0;
+    /* Innermost to outermost: C, W, H, D, N. */
+    static const int order[5] = {1, 4, 3, 2, 0};
+    int64_t s = 1;
+    for (int i = 0; i < 5; i++) {
+        const int d = order[i];
+        if (v->shape[d] != 1 && v->stride[d] != s) return 0;
+        s *= v->shape[d];
+    }
+    return 1;
+}
+
+/* Spatial dims of a rank-5 view flatten to one axis of unit stride. */
+static int spatial_dense(const nconv_view *v) {
+    int64_t s = 1;
+    for (int d = 4; d >= 2; d--) {
+        if (v->shape[d] != 1 && v->stride[d] != s) return 0;
+        s *= v->shape[d];
+    }
+    return 1;
+}
+
+enum { TBLOCK = 32 }; /* spatial positions per transpose block */
+
+void nconv__gather_nxc_f32(const nconv_view *v, float *dst) {
+    const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
+    if (v->dt == NCONV_F32 && spatial_dense(v)) {
+        for (int64_t n = 0; n < N; n++) {
+            const float *src = (const float *)v->data + n * v->stride[0];
+            float *d = dst + n * S * C;
+            for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
+                const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
+                for (int64_t c = 0; c < C; c++) {
+                    const float *sc = src + c * v->stride[1];
+                    for (int64_t s = s0; s < s1; s++) d[s * C + c] = sc[s];
+                }
+            }
+        }
+        return;
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < v->shape[2]; i++)
+            for (int64_t j = 0; j < v->shape[3]; j++)
+                for (int64_t k = 0; k < v->shape[4]; k++) {
+                    const int64_t base = n * v->stride[0] + i * v->stride[2] + j * v->stride[3] + k * v->stride[4];
+                    float *d = dst + ((n * v->shape[2] + i) * v->shape[3] + j) * v->shape[4] * C + k * C;
+                    for (int64_t c = 0; c < C; c++) d[c] = (float)nconv__load(v->data, v->dt, base + c * v->stride[1]);
+                }
+}
+
+void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_epi *epi) {
+    const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
+    if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;
+    const nconv_view *z = epi ? epi->z : NULL;
+    if (v->dt == NCONV_F32 && !z && spatial_dense(v)) {
+        const int relu = epi && epi->relu;
+        for (int64_t n = 0; n < N; n++) {
+            float *dst = (float *)v->data + n * v->stride[0];
+            const float *sn = src + n * S * C;
+            for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
+                const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
+                for (int64_t c = 0; c < C; c++) {
+                    const float bias = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
+                    float *dc = dst + c * v->stride[1];
+                    for (int64_t s = s0; s < s1; s++) {
+                        const float val = sn[s * C + c] + bias;
+                        dc[s] = relu && val < 0 ? 0.0f : val;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
+            const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
+            for (int64_t c = 0; c < C; c++) {
+                const float bias = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
+                for (int64_t s = s0; s < s1; s++) {
+                    /* Spatial index s -> (i, j, k) for strided views. */
+                    const int64_t k = s % v->shape[4], j = (s / v->shape[4]) % v->shape[3], i = s / (v->shape[3] * v->shape[4]);
+                    const int64_t off = n * v->stride[0] + c * v->stride[1] + i * v->stride[2] + j * v->stride[3] + k * v->stride[4];
+                    float val = src[(n * S + s) * C + c];
+                    if (epi) {
+                        val += bias;
+                        if (z) {
+                            const int64_t zo = n * z->stride[0] + c * z->stride[1] + i * z->stride[2] + j * z->stride[3] + k * z->stride[4];
+                            val += (float)(epi->alpha * nconv__load(z->data, z->dt, zo));
+                        }
+                        if (epi->relu && val < 0) val = 0.0f; /* NaN stays NaN, as torch.relu */
+                    }
+                    if (v->dt == NCONV_F32) ((float *)v->data)[off] = val;
+                    else nconv__store1(v->data, v->dt, off, val);
+                }
+            }
+        }
 }

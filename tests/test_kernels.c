@@ -1,11 +1,99 @@
-/* Micro-kernel sweep: the generic f32 GEMM against a plain triple loop, with
- * M, N, K over 1, 2, primes and block edges, strided and transposed A,
- * accumulate on and off (off: C starts as NaN and must not be read). */
+/* Micro-kernel sweeps against plain loops in f64:
+ * - the im2col GEMM: M, N, K over 1, 2, primes and block edges, strided and
+ *   transposed A, accumulate on and off (off: C starts as NaN, never read);
+ * - every 6 x 16 kernel of every ISA in the registry (skipped, and said so,
+ *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
+ *   1, 2, primes; init (C starts as NaN) or accumulate; relu. */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
 
+static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t kcs[] = {1, 2, 5, 16, 67}, kss[] = {1, 2, 3, 9};
+    for (int64_t mr = 1; mr <= NCONV_MR; mr++)
+        for (int64_t nc = 1; nc <= NCONV_NR; nc += (nc < 3 || nc > 14) ? 1 : 5)
+            for (size_t ki = 0; ki < 5; ki++)
+                for (size_t si = 0; si < 4; si++)
+                    for (int mode = 0; mode < 3; mode++) { /* 0 init, 1 accumulate, 2 init + relu */
+                        const int64_t kc = kcs[ki], ks = kss[si];
+                        float *a = malloc(sizeof(float) * (size_t)(NCONV_MR * ks * kc));
+                        float *w = aligned_alloc(64, sizeof(float) * (size_t)(((ks * kc * NCONV_NR + 15) / 16) * 16 + 16));
+                        float cbuf[NCONV_MR][NCONV_NR + 3], init[NCONV_NR];
+                        double ref[NCONV_MR][NCONV_NR];
+                        const float *rows[9 * NCONV_MR];
+                        float *crow[NCONV_MR];
+                        for (int64_t i = 0; i < NCONV_MR * ks * kc; i++) a[i] = (float)test_uniform(rng);
+                        for (int64_t i = 0; i < ks * kc * NCONV_NR; i++)
+                            w[i] = (i % NCONV_NR) < nc ? (float)test_uniform(rng) : 0.0f;
+                        for (int64_t j = 0; j < NCONV_NR; j++) init[j] = (float)test_uniform(rng);
+                        for (int64_t t = 0; t < ks; t++)
+                            for (int64_t r = 0; r < NCONV_MR; r++)
+                                rows[t * NCONV_MR + r] = a + ((r < mr ? r : 0) * ks + t) * kc;
+                        for (int64_t r = 0; r < NCONV_MR; r++) {
+                            crow[r] = cbuf[r];
+                            for (int64_t j = 0; j < NCONV_NR + 3; j++) cbuf[r][j] = mode == 1 ? (float)(r - j) : NAN;
+                        }
+                        for (int64_t r = 0; r < mr; r++)
+                            for (int64_t j = 0; j < nc; j++) {
+                                double acc = mode == 1 ? (double)(r - j) : init[j];
+                                for (int64_t t = 0; t < ks; t++)
+                                    for (int64_t kk = 0; kk < kc; kk++)
+                                        acc += (double)rows[t * NCONV_MR + r][kk] * w[(t * kc + kk) * NCONV_NR + j];
+                                ref[r][j] = mode == 2 && acc < 0 ? 0 : acc;
+                            }
+                        k->igemm(mr, nc, kc, ks, rows, w, crow, mode == 1 ? NULL : init, mode == 2);
+                        double worst = 0;
+                        int untouched = 1;
+                        for (int64_t r = 0; r < NCONV_MR; r++)
+                            for (int64_t j = 0; j < NCONV_NR + 3; j++) {
+                                if (r < mr && j < nc) {
+                                    double e = fabs(cbuf[r][j] - ref[r][j]);
+                                    if (!(e <= worst)) worst = e;
+                                } else if (mode == 1 ? cbuf[r][j] != (float)(r - j) : !isnan(cbuf[r][j])) {
+                                    untouched = 0;
+                                }
+                            }
+                        CHECK(worst <= 1e-5 * (double)(kc * ks), "%s igemm mr %lld nc %lld kc %lld ks %lld mode %d: err %g",
+                              k->name, (long long)mr, (long long)nc, (long long)kc, (long long)ks, mode, worst);
+                        CHECK(untouched, "%s igemm wrote outside mr x nc (mr %lld nc %lld)", k->name, (long long)mr,
+                              (long long)nc);
+
+                        /* gemm_ib: A packed [kc*ks][6], B rows through pointers, offset 3. */
+                        const int64_t K = kc * ks;
+                        float *ap = malloc(sizeof(float) * (size_t)(K * NCONV_MR));
+                        float *bm = malloc(sizeof(float) * (size_t)(K * (NCONV_NR + 3)));
+                        const float **brow = malloc(sizeof(float *) * (size_t)K);
+                        for (int64_t i = 0; i < K * NCONV_MR; i++) ap[i] = (float)test_uniform(rng);
+                        for (int64_t i = 0; i < K * (NCONV_NR + 3); i++) bm[i] = (float)test_uniform(rng);
+                        for (int64_t kk = 0; kk < K; kk++) brow[kk] = bm + (K - 1 - kk) * (NCONV_NR + 3);
+                        float cm[NCONV_MR * 20];
+                        for (int64_t i = 0; i < NCONV_MR * 20; i++) cm[i] = mode == 1 ? 0.5f : NAN;
+                        k->gemm_ib(mr, nc, K, ap, brow, 3, cm, 20, mode == 1);
+                        worst = 0;
+                        for (int64_t r = 0; r < mr; r++)
+                            for (int64_t j = 0; j < nc; j++) {
+                                double acc = mode == 1 ? 0.5 : 0;
+                                for (int64_t kk = 0; kk < K; kk++) acc += (double)ap[kk * NCONV_MR + r] * brow[kk][3 + j];
+                                double e = fabs(cm[r * 20 + j] - acc);
+                                if (!(e <= worst)) worst = e;
+                            }
+                        CHECK(worst <= 1e-5 * (double)K, "%s gemm_ib mr %lld nc %lld K %lld mode %d: err %g", k->name,
+                              (long long)mr, (long long)nc, (long long)K, mode, worst);
+                        free(ap), free(bm), free(brow), free(a), free(w);
+                    }
+}
+
 int main(void) {
+    uint64_t krng = 77;
+    for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
+        const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
+        if (!k) continue;
+        if ((nconv_isa)isa > nconv__detect_isa()) {
+            printf("skip %s kernels: this CPU lacks the ISA (or NCONV_MAX_ISA caps it)\n", k->name);
+            continue;
+        }
+        sweep_tile_kernels(k, &krng);
+    }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;
     for (size_t mi = 0; mi < 11; mi++)

@@ -46,8 +46,8 @@ static size_t sizes(const nconv_core *c, gemm_sizes *s) {
     return nconv__ws_round(s->x) + nconv__ws_round(s->w) + nconv__ws_round(s->y) + nconv__ws_round(s->col);
 }
 
-static size_t gemm_workspace(const nconv_core *c, nconv_direction dir) {
-    (void)dir;
+static size_t gemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    (void)dir, (void)threads;
     gemm_sizes s;
     return sizes(c, &s);
 }

@@ -18,8 +18,8 @@ static size_t sizes(const nconv_core *c, size_t *xs, size_t *ws, size_t *ys, siz
     return nconv__ws_round(*xs) + nconv__ws_round(*ws) + nconv__ws_round(*ys) + nconv__ws_round(*ts);
 }
 
-static size_t ref_workspace(const nconv_core *c, nconv_direction dir) {
-    (void)dir;
+static size_t ref_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    (void)dir, (void)threads;
     size_t a, b, d, e;
     return sizes(c, &a, &b, &d, &e);
 }

@@ -1,4 +1,7 @@
-/* Micro-kernel declarations (the framework in src/algo/ calls these). */
+/*
+ * Micro-kernel contracts (the framework in src/algo/ calls these) and the
+ * per-ISA kernel table chosen at run time.
+ */
 #ifndef NCONV_KERNELS_H
 #define NCONV_KERNELS_H
 
@@ -7,8 +10,57 @@
 /* C[M x N] = A[M x K] * B[K x N] (+ C when accumulate). A is read through
  * element strides (rsa, csa), so a transposed A costs nothing; B and C are
  * row-major with leading dimensions ldb and ldc. With accumulate == 0, C is
- * never read (it may hold NaN). */
+ * never read (it may hold NaN). Used by the im2col algorithm. */
 void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
                              const float *B, int64_t ldb, float *C, int64_t ldc, int accumulate);
+
+/*
+ * Indirect GEMM, up to 6 rows x 16 columns (mr <= 6, nc <= 16):
+ *   C[r][j] = init[j] (or C[r][j] when init is NULL)
+ *             + sum_{t < ks, k < kc} a[t * 6 + r][k] * w[(t * kc + k) * 16 + j]
+ * then max(., 0) when relu. a holds 6 row pointers per tap (rows >= mr must
+ * still point at kc readable floats); w is packed, 32-byte aligned, with
+ * columns >= nc zero; c holds mr row pointers, columns < nc are written.
+ */
+typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                   const float *w, float *const *c, const float *init, int relu);
+
+/*
+ * GEMM with indirect B rows, up to 6 x 16:
+ *   C[r][j] (+)= sum_{k < kc} a[k * 6 + r] * b[k][boff + j]       (r < mr, j < nc)
+ * Only columns < nc of each B row are read; with accumulate == 0, C is not read.
+ */
+typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                     int64_t boff, float *c, int64_t ldc, int accumulate);
+
+void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                   const float *w, float *const *c, const float *init, int relu);
+void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                     int64_t boff, float *c, int64_t ldc, int accumulate);
+#if defined(__x86_64__) || defined(_M_X64)
+void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                  int64_t boff, float *c, int64_t ldc, int accumulate);
+void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                const float *w, float *const *c, const float *init, int relu);
+#endif
+
+typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1 } nconv_isa;
+
+/* The kernels of one ISA; all share the 6 x 16 tile. */
+typedef struct nconv_kernels {
+    nconv_isa isa;
+    const char *name;
+    nconv_f32_igemm_fn igemm;
+    nconv_f32_gemm_ib_fn gemm_ib;
+} nconv_kernels;
+
+enum { NCONV_MR = 6, NCONV_NR = 16 };
+
+/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2. */
+nconv_isa nconv__detect_isa(void);
+/* The kernel table for isa (NULL if this build lacks it). */
+const nconv_kernels *nconv__kernels_for(nconv_isa isa);
+/* nconv__kernels_for(nconv__detect_isa()). */
+const nconv_kernels *nconv__kernels(void);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,20 +44,25 @@ static const char default_suite[] =
 
 static const char *const dir_names[3] = {"fwd", "bwd_d", "bwd_w"};
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+/* Per direction and layout: sums for the summary lines. */
+typedef struct totals {
+    double ms, flops, onednn_ms_paired, ms_paired, log_ratio;
+    int n_ratio;
+} totals;
 
 int cmd_bench(int argc, char **argv) {
-    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, NULL};
+    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
     problem_list l = {0};
-    int csv = 0;
+    int csv = 0, peer = 1;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--csv")) {
             csv = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-onednn")) {
+            peer = 0;
             continue;
         }
         int r = suite_option(argc, argv, &i, &o, &l);
@@ -71,6 +77,7 @@ int cmd_bench(int argc, char **argv) {
         progress = 1;
     }
     suite_apply(&o, &l);
+    peer = peer && onednn_available();
     nconv_context *ctx;
     nconv_context_create(&ctx);
     nconv_context_set_threads(ctx, o.threads);
@@ -83,11 +90,21 @@ int cmd_bench(int argc, char **argv) {
             return rc;
         }
     }
-    const char *layout = o.layout == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
-    if (csv) printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio\n");
-    else printf("%-28s %-5s %-6s %10s %9s  %-6s %s\n", "name", "dir", "layout", "ms", "GFLOP/s", "algo", "desc");
+    const double peak = fma_peak_gflops(o.threads);
+    nconv_layout layouts[2] = {NCONV_LAYOUT_NCX, NCONV_LAYOUT_NXC};
+    int nlayouts = 2;
+    if (o.layout_set) layouts[0] = o.layout, nlayouts = 1;
+    if (csv) {
+        printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio\n");
+    } else {
+        printf("# threads %d, FMA peak %.1f GFLOP/s (measured), oneDNN peer: %s\n", o.threads, peak,
+               peer ? "yes" : "not built in");
+        printf("%-26s %-5s %-6s %9s %8s %6s %-8s %9s %-22s %6s\n", "name", "dir", "layout", "ms", "GFLOP/s", "%peak",
+               "algo", "onednn_ms", "onednn_impl", "ratio");
+    }
     int failures = 0;
-    double total_ms[3] = {0}, total_flops[3] = {0};
+    totals tot[3][2];
+    memset(tot, 0, sizeof tot);
     for (size_t k = 0; k < l.n; k++) {
         cli_problem *cp = &l.items[k];
         char desc[512];
@@ -101,41 +118,61 @@ int cmd_bench(int argc, char **argv) {
         for (int dir = 0; dir < 3; dir++) {
             if (!o.dirs[dir]) continue;
             if (progress) fprintf(stderr, "[%zu/%zu] %s %s\n", k + 1, l.n, cp->name, dir_names[dir]);
-            run_data d;
-            const char *algo = "?";
-            if (run_data_init(&d, &cp->p, o.layout, 7 + k) || run_dir(ctx, &d, dir) ||
-                nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
-                fprintf(stderr, "nconv: %s %s: %s\n", desc, dir_names[dir], nconv_last_error());
-                failures++;
+            double dnnl_ms = 0;
+            char impl[128] = "";
+            int have_peer = peer && cp->p.dtype == NCONV_F32 &&
+                            !onednn_bench(&cp->p, dir, o.threads, MIN_RUNS, MIN_SECONDS, &dnnl_ms, impl, sizeof impl);
+            for (int li = 0; li < nlayouts; li++) {
+                run_data d;
+                const char *algo = "?";
+                if (run_data_init(&d, &cp->p, layouts[li], 7 + k) || run_dir(ctx, &d, dir) ||
+                    nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
+                    fprintf(stderr, "nconv: %s %s: %s\n", desc, dir_names[dir], nconv_last_error());
+                    failures++;
+                    run_data_free(&d);
+                    continue;
+                }
+                double times[MAX_RUNS], spent = 0;
+                int n = 0;
+                while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
+                    double t0 = now_seconds();
+                    run_dir(ctx, &d, dir);
+                    times[n] = now_seconds() - t0;
+                    spent += times[n++];
+                }
                 run_data_free(&d);
-                continue;
+                const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
+                const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
+                const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
+                totals *t = &tot[dir][li];
+                t->ms += ms, t->flops += flops;
+                if (have_peer) t->onednn_ms_paired += dnnl_ms, t->ms_paired += ms, t->log_ratio += log(ratio), t->n_ratio++;
+                if (csv) {
+                    printf("%s,%s,%s,%s,%d,%s,%.4f,%.2f,", cp->name, desc, dir_names[dir], lname, o.threads, algo, ms, gf);
+                    if (peak > 0) printf("%.1f", pct);
+                    if (have_peer) printf(",%.4f,%s,%.3f\n", dnnl_ms, impl, ratio);
+                    else printf(",,,\n");
+                } else {
+                    printf("%-26s %-5s %-6s %9.3f %8.2f %6.1f %-8s", cp->name, dir_names[dir], lname, ms, gf, pct, algo);
+                    if (have_peer) printf(" %9.3f %-22s %6.2f\n", dnnl_ms, impl, ratio);
+                    else printf(" %9s %-22s %6s\n", "-", "-", "-");
+                }
+                fflush(stdout);
             }
-            double times[MAX_RUNS], spent = 0;
-            int n = 0;
-            while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
-                double t0 = now_seconds();
-                run_dir(ctx, &d, dir);
-                times[n] = now_seconds() - t0;
-                spent += times[n++];
-            }
-            qsort(times, (size_t)n, sizeof times[0], cmp_double);
-            double ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
-            double gf = flops / (ms * 1e-3) * 1e-9;
-            total_ms[dir] += ms;
-            total_flops[dir] += flops;
-            if (csv)
-                printf("%s,%s,%s,%s,%d,%s,%.4f,%.2f,,,,\n", cp->name, desc, dir_names[dir], layout, o.threads, algo, ms, gf);
-            else
-                printf("%-28s %-5s %-6s %10.3f %9.2f  %-6s %s\n", cp->name, dir_names[dir], layout, ms, gf, algo, desc);
-            fflush(stdout);
-            run_data_free(&d);
         }
     }
     if (!csv)
         for (int dir = 0; dir < 3; dir++)
-            if (total_ms[dir] > 0)
-                printf("total %-5s %10.3f ms  %9.2f GFLOP/s\n", dir_names[dir], total_ms[dir],
-                       total_flops[dir] / (total_ms[dir] * 1e-3) * 1e-9);
+            for (int li = 0; li < nlayouts; li++) {
+                const totals *t = &tot[dir][li];
+                if (t->ms <= 0) continue;
+                printf("# %-5s %s: total %.3f ms, %.2f GFLOP/s", dir_names[dir],
+                       layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw", t->ms, t->flops / (t->ms * 1e-3) * 1e-9);
+                if (t->n_ratio)
+                    printf("; vs oneDNN: geomean ratio %.3f, total-time ratio %.3f", exp(t->log_ratio / t->n_ratio),
+                           t->onednn_ms_paired / t->ms_paired);
+                printf("\n");
+            }
     nconv_context_destroy(ctx);
     list_free(&l);
     return failures ? EXIT_CHECK_FAILED : 0;

@@ -64,7 +64,7 @@ static size_t tensor_bytes(const nconv_problem *p, int rank, const int64_t *shap
 }
 
 int cmd_check(int argc, char **argv) {
-    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, NULL};
+    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
     problem_list l = {0};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;

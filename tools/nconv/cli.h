@@ -27,6 +27,15 @@ int parse_padding_mode(const char *s, nconv_padding_mode *m);
 int flag_value(int argc, char **argv, int *i, const char *name, const char **val);
 
 double now_seconds(void);
+/* Median of n > 0 values (sorts them). */
+double median(double *v, int n);
+/* Measured FMA peak over `threads` threads in GFLOP/s; 0 when unknown. */
+double fma_peak_gflops(int threads);
+/* The oneDNN peer (onednn.c): whether it was built in, and one timed problem
+ * (dir 0 fwd, 1 bwd_d, 2 bwd_w); returns 0 on success. */
+int onednn_available(void);
+int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, double min_seconds, double *ms,
+                 char *impl, size_t cap);
 /* Deterministic uniform values in [-1, 1). */
 uint64_t rng_next(uint64_t *state);
 double rng_uniform(uint64_t *state);
@@ -67,6 +76,7 @@ typedef struct suite_opts {
     nconv_padding_mode mode;
     int threads;
     nconv_layout layout;
+    int layout_set;     /* --layout given */
     const char *algo;
 } suite_opts;
 

@@ -104,6 +104,16 @@ double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 uint64_t rng_next(uint64_t *s) {
     /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -151,6 +161,7 @@ int suite_option(int argc, char **argv, int *i, suite_opts *o, problem_list *l) 
         if (v && !strcmp(v, "ncx")) o->layout = NCONV_LAYOUT_NCX;
         else if (v && !strcmp(v, "nxc")) o->layout = NCONV_LAYOUT_NXC;
         else return cli_fail("--layout = '%s': expected ncx or nxc", v ? v : ""), -1;
+        o->layout_set = 1;
     } else if (flag_value(argc, argv, i, "--algo", &v)) {
         if (!v) return cli_fail("--algo: missing value"), -1;
         o->algo = v;

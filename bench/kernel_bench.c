@@ -1,0 +1,64 @@
+/*
+ * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs, on
+ * cache-resident operands, against the measured FMA peak (nconv bench's
+ * register-only loop). Usage: kernel_bench [kc]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../src/kernels/kernels.h"
+
+double fma_peak_gflops(int threads); /* tools/nconv/peak.c */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    const int64_t kc = argc > 1 ? atoll(argv[1]) : 256;
+    float *a = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_MR + 64));
+    float *w = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_NR + 64));
+    float c[NCONV_MR][NCONV_NR], init[NCONV_NR] = {0};
+    for (int64_t i = 0; i < kc * NCONV_MR; i++) a[i] = 1e-3f * (float)(i % 7);
+    for (int64_t i = 0; i < kc * NCONV_NR; i++) w[i] = 1e-3f * (float)(i % 5);
+    const float *rows[NCONV_MR];
+    /* gemm_ib reads B rows through pointers: consecutive rows of w. */
+    const float **brows = malloc(sizeof(float *) * (size_t)kc);
+    for (int64_t k = 0; k < kc; k++) brows[k] = w + k * NCONV_NR;
+    float *crow[NCONV_MR];
+    for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r];
+    const double peak = fma_peak_gflops(1);
+    printf("FMA peak (1 thread): %.1f GFLOP/s; kc = %lld\n", peak, (long long)kc);
+    for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
+        const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
+        if (!k) continue;
+        if (isa == NCONV_ISA_AVX2 && nconv__detect_isa() < NCONV_ISA_AVX2) {
+            printf("%-8s skipped: the CPU lacks AVX2/FMA (or NCONV_MAX_ISA caps it)\n", k->name);
+            continue;
+        }
+        for (int which = 0; which < 2; which++) {
+            const int64_t reps = (int64_t)(2e9 / (2.0 * NCONV_MR * NCONV_NR * (double)kc)) / (isa ? 1 : 20);
+            double best = 1e30;
+            for (int trial = 0; trial < 5; trial++) {
+                double t0 = now();
+                for (int64_t i = 0; i < reps; i++) {
+                    if (which == 0) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, w, crow, init, 0);
+                    else k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
+                }
+                double t = now() - t0;
+                if (t < best) best = t;
+            }
+            const double gf = 2.0 * NCONV_MR * NCONV_NR * (double)kc * (double)reps / best * 1e-9;
+            printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name,
+                   which ? "f32_gemm_ib_6x16" : "f32_igemm_6x16", gf, peak > 0 ? 100 * gf / peak : 0);
+        }
+    }
+    printf("(c[0][0] = %g)\n", (double)c[0][0]);
+    free(a);
+    free(w);
+    free(brows);
+    return 0;
+}

@@ -1,0 +1,445 @@
+/*
+ * Algorithm "igemm": indirect GEMM on channels-last (NHWC) f32 data, the
+ * fast path for f32 (and f16 / bf16, converted to f32) on every ISA.
+ *
+ * Activations are used as [pixels][channels] matrices: a row of the input
+ * for one pixel and one kernel tap is a contiguous run of C/G channels, so
+ * convolution is a GEMM whose A rows are pointers into the input (zero taps
+ * point at a zero buffer) and no im2col copy is made.
+ *
+ *   fwd:   y[p][o]  = sum_{t, c} x[pix(p, t)][c] * w[o][c][t]      rows: output pixels
+ *   bwd_d: dx[q][c] = sum_{t, o} dy[pix'(q, t)][o] * w[o][c][t]    rows: input pixels
+ *          Input pixels are split into stride residue classes; in each class
+ *          a fixed subset of taps reaches the output, so no zero work is done.
+ *   bwd_w: dw[o][c][t] = sum_p dy[p][o] * x[pix(p, t)][c]          a GEMM per tap,
+ *          reduced over pixels in blocks: dy^T packed, input rows read in place.
+ *
+ * Framework (this file): operand conversion, weight packing, row decoding,
+ * blocking and threading. Micro-kernels: src/kernels (6 x 16 tiles).
+ * Threads split rows (fwd, bwd_d) or dw tiles (bwd_w); every output element
+ * is summed in an order fixed by the problem alone, so results are bitwise
+ * identical for any thread count.
+ */
+#include "../internal.h"
+#include "../kernels/kernels.h"
+
+#include <string.h>
+
+enum { MR = NCONV_MR, NR = NCONV_NR };
+enum { A_BLOCK_BYTES = 24 << 10 }; /* A rows kept in L1 across column panels */
+enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int igemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    if (c->dt == NCONV_F64) {
+        if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
+        return 0;
+    }
+    if (dir == NCONV_DIR_BWD_D && c->mode != NCONV_PAD_ZEROS) {
+        if (why_not) *why_not = "bwd_d with a non-zero padding mode needs a scatter (gemm does it)";
+        return 0;
+    }
+    if (dir == NCONV_DIR_BWD_D && (c->k[0] > MAX_TAPS || c->k[1] > MAX_TAPS || c->k[2] > MAX_TAPS)) {
+        if (why_not) *why_not = "bwd_d supports kernels of at most 64 taps per dim";
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------- geometry */
+
+/* Rows (pixels) and the reduction of the GEMM of one direction. */
+typedef struct geo {
+    int64_t Cg, Og, KS, IS, OS;
+    int64_t rows_cols; /* columns of the row GEMM: Og (fwd) or Cg (bwd_d) */
+    int64_t kc;        /* channels per tap in the reduction: Cg (fwd) or Og (bwd_d) */
+    int64_t panels;    /* column panels of NR */
+    int64_t mc_tiles;  /* row tiles per cache block */
+    int64_t bw_kc;     /* bwd_w: pixels per reduction block */
+} geo;
+
+static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
+    g->Cg = c->C / c->G, g->Og = c->O / c->G;
+    g->KS = nconv__core_kernel_spatial(c);
+    g->IS = nconv__core_in_spatial(c), g->OS = nconv__core_out_spatial(c);
+    g->rows_cols = dir == NCONV_DIR_BWD_D ? g->Cg : g->Og;
+    g->kc = dir == NCONV_DIR_BWD_D ? g->Og : g->Cg;
+    g->panels = div_up(g->rows_cols, NR);
+    int64_t row_bytes = (int64_t)sizeof(float) * g->KS * g->kc * MR;
+    g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
+    if (g->mc_tiles < 1) g->mc_tiles = 1;
+    if (g->mc_tiles > 64) g->mc_tiles = 64;
+    /* bwd_w: per pixel block, the packed dy^T and the input rows read
+     * (bw_kc x max(Cg, Og) floats) should stay in L2. */
+    const int64_t widest = g->Cg > g->Og ? g->Cg : g->Og;
+    g->bw_kc = (48 << 10) / (widest > 0 ? widest : 1);
+    if (g->bw_kc < 64) g->bw_kc = 64;
+    if (g->bw_kc > 512) g->bw_kc = 512;
+}
+
+/* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
+typedef struct job {
+    int64_t g;
+    int64_t rows;
+    int64_t ks;           /* taps in this job */
+    int64_t taps[3][MAX_TAPS];  /* bwd_d: kernel index per dim of each tap in the class */
+    int64_t ntap[3];      /* bwd_d: taps per dim in the class */
+    int64_t start[3];     /* bwd_d: first input coordinate of the class per dim */
+    int64_t cnt[3];       /* bwd_d: input coordinates of the class per dim */
+    const float *w;       /* packed [panels][ks][kc][NR] */
+    int64_t blocks;
+} job;
+
+typedef struct ws_sizes {
+    size_t x, y, w, packed, init, zero, jobs, scratch; /* scratch: per thread */
+} ws_sizes;
+
+static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
+    geo g;
+    geometry(c, dir, &g);
+    s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
+    s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
+    s->w = sizeof(float) * (size_t)(c->O * g.Cg * g.KS);
+    if (dir == NCONV_DIR_BWD_W) {
+        s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators [G][KS][Og][Cg] */
+        s->init = s->jobs = 0;
+        s->scratch = sizeof(float) * (size_t)(div_up(g.Og, MR) * MR * g.bw_kc) +
+                     (sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc;
+    } else {
+        s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.KS * g.kc * NR);
+        s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
+        s->jobs = sizeof(job) * (size_t)(dir == NCONV_DIR_FWD ? c->G : c->G * c->s[0] * c->s[1] * c->s[2]);
+        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (g.KS + 1)) + sizeof(int64_t) * (size_t)(g.KS + 3);
+    }
+    s->zero = sizeof(float) * (size_t)(g.kc + g.Cg + NR);
+    return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
+           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) +
+           (size_t)threads * nconv__ws_round(s->scratch);
+}
+
+static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    ws_sizes s;
+    return sizes(c, dir, threads, &s);
+}
+
+/* --------------------------------------------------- row GEMM (fwd, bwd_d) */
+
+typedef struct row_ctx {
+    const nconv_core *c;
+    nconv_direction dir;
+    geo g;
+    const nconv_kernels *k;
+    const float *src;  /* x (fwd) or dy (bwd_d), NHWC */
+    float *dst;        /* y (fwd) or dx (bwd_d), NHWC */
+    const float *init; /* [G][panels][NR] */
+    const float *zero;
+    int relu;
+    job *jobs;
+    int64_t njobs, total_blocks;
+    char *scratch;
+    size_t scratch_stride;
+} row_ctx;
+
+/* A pointers (a[t * MR + r]) and C pointer for row i of job j. */
+static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const float **a, float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t n = i / rc->g.OS, p = i % rc->g.OS;
+    const int64_t o2 = p % c->out[2], o1 = (p / c->out[2]) % c->out[1], o0 = p / (c->out[1] * c->out[2]);
+    const float *base = rc->src + n * rc->g.IS * c->C + j->g * rc->g.Cg;
+    int64_t t = 0;
+    for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+        const int64_t i0 = nconv__map_index(o0 * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+            const int64_t i1 = nconv__map_index(o1 * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                const int64_t i2 = nconv__map_index(o2 * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                a[t * MR] = (i0 < 0 || i1 < 0 || i2 < 0) ? rc->zero
+                                                          : base + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+            }
+        }
+    }
+    *crow = rc->dst + i * c->O + j->g * rc->g.Og;
+}
+
+static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float **a, float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t per_n = j->cnt[0] * j->cnt[1] * j->cnt[2];
+    const int64_t n = i / per_n, q = i % per_n;
+    const int64_t ip[3] = {j->start[0] + (q / (j->cnt[1] * j->cnt[2])) * c->s[0],
+                           j->start[1] + ((q / j->cnt[2]) % j->cnt[1]) * c->s[1], j->start[2] + (q % j->cnt[2]) * c->s[2]};
+    const float *base = rc->src + n * rc->g.OS * c->O + j->g * rc->g.Og;
+    int64_t t = 0;
+    for (int64_t a0 = 0; a0 < j->ntap[0]; a0++) {
+        const int64_t n0 = ip[0] + c->pb[0] - j->taps[0][a0] * c->d[0], o0 = n0 / c->s[0];
+        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++) {
+            const int64_t n1 = ip[1] + c->pb[1] - j->taps[1][a1] * c->d[1], o1 = n1 / c->s[1];
+            for (int64_t a2 = 0; a2 < j->ntap[2]; a2++, t++) {
+                const int64_t n2 = ip[2] + c->pb[2] - j->taps[2][a2] * c->d[2], o2 = n2 / c->s[2];
+                const int out = n0 >= 0 && o0 < c->out[0] && n1 >= 0 && o1 < c->out[1] && n2 >= 0 && o2 < c->out[2];
+                a[t * MR] = out ? base + ((o0 * c->out[1] + o1) * c->out[2] + o2) * c->O : rc->zero;
+            }
+        }
+    }
+    *crow = rc->dst + (n * rc->g.IS + (ip[0] * c->in[1] + ip[1]) * c->in[2] + ip[2]) * c->C + j->g * rc->g.Cg;
+}
+
+/* One cache block: up to mc_tiles row tiles of one job, every column panel. */
+static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **a, float **crow) {
+    const geo *g = &rc->g;
+    const int64_t r0 = b * g->mc_tiles * MR;
+    const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
+    const int64_t ntiles = div_up(r1 - r0, MR);
+    for (int64_t i = r0; i < r1; i++) {
+        const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
+        const float **at = a + tile * j->ks * MR + r;
+        if (rc->dir == NCONV_DIR_FWD) fwd_row(rc, j, i, at, &crow[i - r0]);
+        else bwd_d_row(rc, j, i, at, &crow[i - r0]);
+    }
+    /* Rows past the end of the last tile repeat its first row (read, never written). */
+    for (int64_t i = r1; i < r0 + ntiles * MR; i++) {
+        const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
+        for (int64_t t = 0; t < j->ks; t++) a[(tile * j->ks + t) * MR + r] = a[(tile * j->ks + t) * MR];
+    }
+    for (int64_t p = 0; p < g->panels; p++) {
+        const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
+        const float *wp = j->w + p * j->ks * g->kc * NR;
+        const float *init = rc->init + (j->g * g->panels + p) * NR;
+        for (int64_t tile = 0; tile < ntiles; tile++) {
+            const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+            float *cp[MR];
+            for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
+            rc->k->igemm(mr, nc, g->kc, j->ks, a + tile * j->ks * MR, wp, cp, init, rc->relu);
+        }
+    }
+}
+
+static void row_task(void *arg, int tid, int nthreads) {
+    const row_ctx *rc = arg;
+    int64_t b0, b1;
+    nconv__split(rc->total_blocks, tid, nthreads, &b0, &b1);
+    char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
+    float **crow = (float **)scratch;
+    const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
+    int64_t jb = 0, first = 0; /* job of block b0, and its first global block */
+    while (jb < rc->njobs && first + rc->jobs[jb].blocks <= b0) first += rc->jobs[jb++].blocks;
+    for (int64_t b = b0; b < b1; b++) {
+        while (b - first >= rc->jobs[jb].blocks) first += rc->jobs[jb++].blocks;
+        row_block(rc, &rc->jobs[jb], b - first, a, crow);
+    }
+}
+
+/* Weights [O][Cg][KS] (dense f32) packed for the row GEMM of fwd:
+ * [g][panel][t][c][NR] with columns o = panel * NR + jj. */
+static void pack_fwd(const nconv_core *c, const geo *g, const float *w, float *packed) {
+    for (int64_t gi = 0; gi < c->G; gi++)
+        for (int64_t p = 0; p < g->panels; p++)
+            for (int64_t t = 0; t < g->KS; t++)
+                for (int64_t ci = 0; ci < g->Cg; ci++, packed += NR)
+                    for (int64_t jj = 0; jj < NR; jj++) {
+                        const int64_t o = p * NR + jj;
+                        packed[jj] = o < g->Og ? w[((gi * g->Og + o) * g->Cg + ci) * g->KS + t] : 0.0f;
+                    }
+}
+
+/* For bwd_d one job per (group, residue class): its taps and packed weights
+ * [panel][tap][o][NR] with columns c = panel * NR + jj. Returns the number
+ * of jobs (at most G * prod(stride)). */
+static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const float *w, float *packed, job *jobs) {
+    int64_t n = 0;
+    const int64_t classes = c->s[0] * c->s[1] * c->s[2];
+    for (int64_t gi = 0; gi < c->G; gi++)
+        for (int64_t q = 0; q < classes; q++) {
+            job *j = &jobs[n++];
+            memset(j, 0, sizeof *j);
+            j->g = gi;
+            const int64_t qq[3] = {q / (c->s[1] * c->s[2]), (q / c->s[2]) % c->s[1], q % c->s[2]};
+            for (int a = 0; a < 3; a++) {
+                /* Input coordinates i with (i + pb) % s == q; taps k with (k * d) % s == q. */
+                j->start[a] = ((qq[a] - c->pb[a]) % c->s[a] + c->s[a]) % c->s[a];
+                j->cnt[a] = c->in[a] > j->start[a] ? div_up(c->in[a] - j->start[a], c->s[a]) : 0;
+                for (int64_t k = 0; k < c->k[a]; k++)
+                    if ((k * c->d[a]) % c->s[a] == qq[a]) j->taps[a][j->ntap[a]++] = k;
+            }
+            j->ks = j->ntap[0] * j->ntap[1] * j->ntap[2];
+            j->rows = c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
+            j->w = packed;
+            for (int64_t p = 0; p < g->panels; p++)
+                for (int64_t a0 = 0; a0 < j->ntap[0]; a0++)
+                    for (int64_t a1 = 0; a1 < j->ntap[1]; a1++)
+                        for (int64_t a2 = 0; a2 < j->ntap[2]; a2++) {
+                            const int64_t t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+                            for (int64_t o = 0; o < g->Og; o++, packed += NR)
+                                for (int64_t jj = 0; jj < NR; jj++) {
+                                    const int64_t ci = p * NR + jj;
+                                    packed[jj] = ci < g->Cg ? w[((gi * g->Og + o) * g->Cg + ci) * g->KS + t] : 0.0f;
+                                }
+                        }
+        }
+    return n;
+}
+
+/* ------------------------------------------------------------- bwd_w */
+
+typedef struct bw_ctx {
+    const nconv_core *c;
+    geo g;
+    const nconv_kernels *k;
+    const float *x, *dy, *zero;
+    float *acc; /* [G][KS][Og][Cg] */
+    int64_t units, otiles;
+    char *scratch;
+    size_t scratch_stride;
+} bw_ctx;
+
+/* Units are (group, tap, tile of MR output channels); each thread owns a
+ * contiguous range and reduces it over all pixels, block by block. Per
+ * block a thread decodes the pixels once, packs dy^T of each group it
+ * touches once, and builds input row pointers once per tap. */
+static void bw_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    const nconv_core *c = bc->c;
+    const geo *g = &bc->g;
+    int64_t u0, u1;
+    nconv__split(bc->units, tid, nthreads, &u0, &u1);
+    if (u0 >= u1) return;
+    const int64_t KC = g->bw_kc;
+    char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
+    float *apack = (float *)scratch;                                  /* [otiles][KC][MR] */
+    const float **rows = (const float **)(apack + bc->otiles * KC * MR); /* [KC] */
+    int64_t *pix = (int64_t *)(rows + KC);                            /* [4][KC]: image offset, o0, o1, o2 */
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t gt = u / bc->otiles, o0 = (u % bc->otiles) * MR;
+        const int64_t mr = g->Og - o0 < MR ? g->Og - o0 : MR;
+        memset(bc->acc + (gt * g->Og + o0) * g->Cg, 0, sizeof(float) * (size_t)(mr * g->Cg));
+    }
+    const int64_t M = c->N * g->OS;
+    for (int64_t p0 = 0; p0 < M; p0 += KC) {
+        const int64_t kc = M - p0 < KC ? M - p0 : KC;
+        for (int64_t k = 0; k < kc; k++) {
+            const int64_t p = p0 + k, op = p % g->OS;
+            pix[k] = (p / g->OS) * g->IS * c->C;
+            pix[KC + k] = op / (c->out[1] * c->out[2]);
+            pix[2 * KC + k] = (op / c->out[2]) % c->out[1];
+            pix[3 * KC + k] = op % c->out[2];
+        }
+        int64_t packed_g = -1, row_gt = -1;
+        for (int64_t u = u0; u < u1; u++) {
+            const int64_t gt = u / bc->otiles, ot = u % bc->otiles;
+            const int64_t gi = gt / g->KS, t = gt % g->KS;
+            if (gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
+                for (int64_t o = 0; o < bc->otiles; o++)
+                    for (int64_t k = 0; k < kc; k++) {
+                        const float *src = bc->dy + (p0 + k) * c->O + gi * g->Og + o * MR;
+                        float *d = apack + (o * KC + k) * MR;
+                        for (int64_t r = 0; r < MR; r++) d[r] = o * MR + r < g->Og ? src[r] : 0.0f;
+                    }
+                packed_g = gi;
+            }
+            if (gt != row_gt) {
+                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+                const float *xg = bc->x + gi * g->Cg;
+                for (int64_t k = 0; k < kc; k++) {
+                    const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                    const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                    rows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
+                                                            : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                }
+                row_gt = gt;
+            }
+            const int64_t o0 = ot * MR, mr = g->Og - o0 < MR ? g->Og - o0 : MR;
+            float *acc = bc->acc + (gt * g->Og + o0) * g->Cg;
+            for (int64_t c0 = 0; c0 < g->Cg; c0 += NR) {
+                const int64_t nc = g->Cg - c0 < NR ? g->Cg - c0 : NR;
+                bc->k->gemm_ib(mr, nc, kc, apack + ot * KC * MR, rows, c0, acc + c0, g->Cg, 1);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ run */
+
+static nconv_status igemm_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    const nconv_direction dir = e->dir;
+    const int threads = e->threads;
+    geo g;
+    geometry(c, dir, &g);
+    ws_sizes s;
+    sizes(c, dir, threads, &s);
+    float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
+    float *wf = nconv__arena_take(e->ws, s.w), *packed = nconv__arena_take(e->ws, s.packed);
+    float *init = nconv__arena_take(e->ws, s.init), *zero = nconv__arena_take(e->ws, s.zero);
+    char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
+    if (!xb || !yb || !wf || !packed || !init || !zero || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    memset(zero, 0, s.zero);
+    const nconv_kernels *k = nconv__kernels();
+
+    /* Operands in NHWC f32: the caller's memory when it already is, else a copy. */
+    const int x_direct = nconv__view_is_nxc_f32(e->x), y_direct = nconv__view_is_nxc_f32(e->y);
+    const float *x = x_direct ? (const float *)e->x->data : xb;
+    const float *y = y_direct ? (const float *)e->y->data : yb;
+    if (dir != NCONV_DIR_BWD_D && !x_direct) nconv__gather_nxc_f32(e->x, xb);
+    if (dir != NCONV_DIR_FWD && !y_direct) nconv__gather_nxc_f32(e->y, yb);
+
+    if (dir == NCONV_DIR_BWD_W) {
+        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * g.KS * div_up(g.Og, MR), div_up(g.Og, MR),
+                     scratch, nconv__ws_round(s.scratch)};
+        nconv__parallel(threads, bw_task, &bc);
+        /* dw[o][c][t] = acc[g][t][o][c] */
+        const nconv_view *wv = e->w;
+        for (int64_t gi = 0; gi < c->G; gi++)
+            for (int64_t o = 0; o < g.Og; o++)
+                for (int64_t ci = 0; ci < g.Cg; ci++)
+                    for (int64_t t = 0; t < g.KS; t++) {
+                        const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+                        const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + k0 * wv->stride[2] +
+                                            k1 * wv->stride[3] + k2 * wv->stride[4];
+                        const float v = packed[((gi * g.KS + t) * g.Og + o) * g.Cg + ci];
+                        if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
+                        else nconv__store1(wv->data, wv->dt, off, v);
+                    }
+        return NCONV_OK;
+    }
+
+    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. */
+    const nconv_view *out = dir == NCONV_DIR_FWD ? e->y : e->x;
+    const nconv_epi *epi = e->epi;
+    /* In place (bias and relu fused into the kernel) unless a layout change or z needs a second pass. */
+    const int fuse = (dir == NCONV_DIR_FWD ? y_direct : x_direct) && (!epi || !epi->z);
+    float *dst = fuse ? (float *)out->data : (dir == NCONV_DIR_FWD ? yb : xb);
+    nconv__gather_f32(e->w, wf);
+    for (int64_t gi = 0; gi < c->G; gi++)
+        for (int64_t j = 0; j < g.panels * NR; j++) {
+            const int64_t col = j < g.rows_cols ? gi * g.rows_cols + j : -1;
+            init[gi * g.panels * NR + j] = fuse && epi && epi->bias && col >= 0
+                                               ? (float)nconv__load(epi->bias->data, epi->bias->dt, col * epi->bias->stride[0])
+                                               : 0.0f;
+        }
+    job *jobs = nconv__arena_take(e->ws, s.jobs);
+    if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    int64_t njobs;
+    if (dir == NCONV_DIR_FWD) {
+        pack_fwd(c, &g, wf, packed);
+        for (int64_t gi = 0; gi < c->G; gi++) {
+            job *j = &jobs[gi];
+            memset(j, 0, sizeof *j);
+            j->g = gi, j->rows = c->N * g.OS, j->ks = g.KS;
+            j->w = packed + gi * g.panels * g.KS * g.kc * NR;
+        }
+        njobs = c->G;
+    } else {
+        njobs = make_bwd_d_jobs(c, &g, wf, packed, jobs);
+    }
+    int64_t total = 0;
+    for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+    row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero, fuse && epi && epi->relu,
+                  jobs, njobs, total, scratch, nconv__ws_round(s.scratch)};
+    nconv__parallel(threads, row_task, &rc);
+    if (!fuse) nconv__scatter_nxc_f32(out, dst, epi);
+    return NCONV_OK;
+}
+
+const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run};

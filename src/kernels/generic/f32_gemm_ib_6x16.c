@@ -1,0 +1,14 @@
+/* GEMM with indirect B rows, 6 x 16, portable C (contract in ../kernels.h). */
+#include "../kernels.h"
+
+void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                     int64_t boff, float *c, int64_t ldc, int accumulate) {
+    float acc[6][16] = {{0}};
+    for (int64_t k = 0; k < kc; k++, a += 6) {
+        const float *bk = b[k] + boff;
+        for (int64_t r = 0; r < 6; r++)
+            for (int64_t j = 0; j < nc; j++) acc[r][j] += a[r] * bk[j];
+    }
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < nc; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
+}

@@ -1,0 +1,17 @@
+/* Indirect GEMM micro-kernel, 6 x 16, portable C (contract in ../kernels.h). */
+#include "../kernels.h"
+
+void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                   const float *w, float *const *c, const float *init, int relu) {
+    float acc[6][16];
+    for (int64_t r = 0; r < 6; r++)
+        for (int64_t j = 0; j < 16; j++) acc[r][j] = init ? init[j] : (r < mr && j < nc ? c[r][j] : 0.0f);
+    for (int64_t t = 0; t < ks; t++, a += 6)
+        for (int64_t k = 0; k < kc; k++, w += 16)
+            for (int64_t r = 0; r < 6; r++) {
+                const float v = a[r][k];
+                for (int64_t j = 0; j < 16; j++) acc[r][j] += v * w[j];
+            }
+    for (int64_t r = 0; r < mr; r++)
+        for (int64_t j = 0; j < nc; j++) c[r][j] = relu && acc[r][j] < 0 ? 0.0f : acc[r][j]; /* NaN stays NaN */
+}

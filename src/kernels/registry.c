@@ -1,0 +1,31 @@
+/* Run-time kernel selection: a decision table, newest ISA first. */
+#include "kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const nconv_kernels tables[] = {
+#if defined(__x86_64__) || defined(_M_X64)
+    {NCONV_ISA_AVX2, "avx2", nconv_f32_igemm_6x16__avx2, nconv_f32_gemm_ib_6x16__avx2},
+#endif
+    {NCONV_ISA_GENERIC, "generic", nconv_f32_igemm_6x16__generic, nconv_f32_gemm_ib_6x16__generic},
+};
+
+nconv_isa nconv__detect_isa(void) {
+    nconv_isa cap = NCONV_ISA_AVX2;
+    const char *env = getenv("NCONV_MAX_ISA");
+    if (env && !strcmp(env, "generic")) cap = NCONV_ISA_GENERIC;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (cap >= NCONV_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return NCONV_ISA_AVX2;
+#endif
+    return NCONV_ISA_GENERIC;
+}
+
+const nconv_kernels *nconv__kernels_for(nconv_isa isa) {
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+        if (tables[i].isa == isa) return &tables[i];
+    return NULL;
+}
+
+const nconv_kernels *nconv__kernels(void) { return nconv__kernels_for(nconv__detect_isa()); }

@@ -1,0 +1,69 @@
+/*
+ * Indirect GEMM micro-kernel, 6 rows x 16 columns, AVX2 + FMA.
+ * Contract in ../kernels.h. Twelve accumulators stay in registers for the
+ * whole reduction (ks taps x kc channels); per k: two loads of the packed
+ * weights and six broadcasts feed twelve FMAs.
+ */
+#include "../kernels.h"
+#include "avx2_util.h"
+
+void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                const float *w, float *const *c, const float *init, int relu) {
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    if (init) {
+        c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init);
+        c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + 8);
+    } else {
+        /* Accumulate onto C: rows past mr repeat row 0 so the loads stay valid. */
+        const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
+        float *const r0 = c[0], *const r1 = mr > 1 ? c[1] : r0, *const r2 = mr > 2 ? c[2] : r0;
+        float *const r3 = mr > 3 ? c[3] : r0, *const r4 = mr > 4 ? c[4] : r0, *const r5 = mr > 5 ? c[5] : r0;
+        c00 = _mm256_maskload_ps(r0, m0), c01 = _mm256_maskload_ps(r0 + 8, m1);
+        c10 = _mm256_maskload_ps(r1, m0), c11 = _mm256_maskload_ps(r1 + 8, m1);
+        c20 = _mm256_maskload_ps(r2, m0), c21 = _mm256_maskload_ps(r2 + 8, m1);
+        c30 = _mm256_maskload_ps(r3, m0), c31 = _mm256_maskload_ps(r3 + 8, m1);
+        c40 = _mm256_maskload_ps(r4, m0), c41 = _mm256_maskload_ps(r4 + 8, m1);
+        c50 = _mm256_maskload_ps(r5, m0), c51 = _mm256_maskload_ps(r5 + 8, m1);
+    }
+    for (int64_t t = 0; t < ks; t++, a += 6) {
+        const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+        for (int64_t k = 0; k < kc; k++, w += 16) {
+            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);
+            __m256 v = _mm256_broadcast_ss(a0 + k);
+            c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);
+            v = _mm256_broadcast_ss(a1 + k);
+            c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);
+            v = _mm256_broadcast_ss(a2 + k);
+            c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);
+            v = _mm256_broadcast_ss(a3 + k);
+            c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);
+            v = _mm256_broadcast_ss(a4 + k);
+            c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);
+            v = _mm256_broadcast_ss(a5 + k);
+            c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);
+        }
+    }
+    if (relu) { /* max(0, c) returns c when c is NaN: NaN propagates as in torch.relu */
+        const __m256 z = _mm256_setzero_ps();
+        c00 = _mm256_max_ps(z, c00), c01 = _mm256_max_ps(z, c01), c10 = _mm256_max_ps(z, c10);
+        c11 = _mm256_max_ps(z, c11), c20 = _mm256_max_ps(z, c20), c21 = _mm256_max_ps(z, c21);
+        c30 = _mm256_max_ps(z, c30), c31 = _mm256_max_ps(z, c31), c40 = _mm256_max_ps(z, c40);
+        c41 = _mm256_max_ps(z, c41), c50 = _mm256_max_ps(z, c50), c51 = _mm256_max_ps(z, c51);
+    }
+    if (nc == 16) {
+        _mm256_storeu_ps(c[0], c00), _mm256_storeu_ps(c[0] + 8, c01);
+        if (mr > 1) _mm256_storeu_ps(c[1], c10), _mm256_storeu_ps(c[1] + 8, c11);
+        if (mr > 2) _mm256_storeu_ps(c[2], c20), _mm256_storeu_ps(c[2] + 8, c21);
+        if (mr > 3) _mm256_storeu_ps(c[3], c30), _mm256_storeu_ps(c[3] + 8, c31);
+        if (mr > 4) _mm256_storeu_ps(c[4], c40), _mm256_storeu_ps(c[4] + 8, c41);
+        if (mr > 5) _mm256_storeu_ps(c[5], c50), _mm256_storeu_ps(c[5] + 8, c51);
+    } else {
+        const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
+        _mm256_maskstore_ps(c[0], m0, c00), _mm256_maskstore_ps(c[0] + 8, m1, c01);
+        if (mr > 1) _mm256_maskstore_ps(c[1], m0, c10), _mm256_maskstore_ps(c[1] + 8, m1, c11);
+        if (mr > 2) _mm256_maskstore_ps(c[2], m0, c20), _mm256_maskstore_ps(c[2] + 8, m1, c21);
+        if (mr > 3) _mm256_maskstore_ps(c[3], m0, c30), _mm256_maskstore_ps(c[3] + 8, m1, c31);
+        if (mr > 4) _mm256_maskstore_ps(c[4], m0, c40), _mm256_maskstore_ps(c[4] + 8, m1, c41);
+        if (mr > 5) _mm256_maskstore_ps(c[5], m0, c50), _mm256_maskstore_ps(c[5] + 8, m1, c51);
+    }
+}

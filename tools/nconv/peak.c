@@ -1,0 +1,62 @@
+/*
+ * The FMA peak of this machine: a register-only loop of independent 8-wide
+ * FMAs per thread, all threads at once. Compiled with -mavx2 -mfma and run
+ * only when the CPU has them; otherwise the peak is reported as unknown (0).
+ */
+#include "cli.h"
+
+#include <pthread.h>
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+enum { ITERS = 1 << 23 };
+
+/* Twelve independent chains in registers (12 accumulators + 2 constants of
+ * the 16 ymm registers): more than FMA latency x FMA pipes on current x86
+ * cores, so the loop is bound by FMA throughput alone. */
+enum { CHAINS = 12 };
+
+static void *fma_loop(void *out) {
+    __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
+           a9 = a0, a10 = a0, a11 = a0;
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < ITERS; i++) {
+        a0 = _mm256_fmadd_ps(a0, m, c), a1 = _mm256_fmadd_ps(a1, m, c), a2 = _mm256_fmadd_ps(a2, m, c);
+        a3 = _mm256_fmadd_ps(a3, m, c), a4 = _mm256_fmadd_ps(a4, m, c), a5 = _mm256_fmadd_ps(a5, m, c);
+        a6 = _mm256_fmadd_ps(a6, m, c), a7 = _mm256_fmadd_ps(a7, m, c), a8 = _mm256_fmadd_ps(a8, m, c);
+        a9 = _mm256_fmadd_ps(a9, m, c), a10 = _mm256_fmadd_ps(a10, m, c), a11 = _mm256_fmadd_ps(a11, m, c);
+    }
+    const __m256 s = _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                      _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7))),
+        _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    *(float *)out = _mm256_cvtss_f32(s); /* keeps the loop alive */
+    return NULL;
+}
+
+double fma_peak_gflops(int threads) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    if (threads > 64) threads = 64;
+    pthread_t tid[64];
+    float sink[64];
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_seconds();
+        for (int t = 1; t < threads; t++) pthread_create(&tid[t], NULL, fma_loop, &sink[t]);
+        fma_loop(&sink[0]);
+        for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
+        double gf = (double)threads * ITERS * CHAINS * 8 * 2 / (now_seconds() - t0) * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return best;
+}
+
+#else
+
+double fma_peak_gflops(int threads) {
+    (void)threads;
+    return 0;
+}
+
+#endif
