@@ -125,9 +125,9 @@ static nconv_status run_core(nconv_context *ctx, const operands *o, const char *
     return st;
 }
 
-/* Workspace: 64 bytes of alignment slack, then for backward the dense dpre
- * buffer, then the largest of what is used one after another: the y copy
- * for the relu mask, each algorithm run, the bias-gradient sums. */
+/* Workspace: 64 bytes of alignment slack, then for backward the dpre buffer
+ * (relu), then the largest of what is used one after another: each
+ * algorithm run, the bias-gradient sums. */
 static size_t forward_ws(nconv_context *ctx, const operands *o) {
     return 64 + algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD);
 }
@@ -138,12 +138,12 @@ static size_t backward_ws(nconv_context *ctx, const operands *o) {
     size_t g = nconv__ws_round(sizeof(double) * (size_t)prod(o->ys, o->p.ndims + 2));
     size_t db = nconv__ws_round(sizeof(double) * (size_t)o->p.out_channels);
     size_t m = a > b ? a : b;
-    if (g > m) m = g;
     if (db > m) m = db;
     return 64 + g + m;
 }
 
-static nconv_status open_arena(void *workspace, size_t size, size_t need, nconv_arena *a, void **owned) {
+static nconv_status open_arena(nconv_context *ctx, void *workspace, size_t size, size_t need, nconv_arena *a,
+                               void **owned) {
     *owned = NULL;
     if (workspace) {
         if (size < need)
@@ -152,7 +152,7 @@ static nconv_status open_arena(void *workspace, size_t size, size_t need, nconv_
         *a = (nconv_arena){workspace, size, 0};
         return NCONV_OK;
     }
-    *owned = malloc(need ? need : 1);
+    *owned = nconv__ctx_ws_acquire(ctx, need);
     if (!*owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", need);
     *a = (nconv_arena){*owned, need, 0};
     return NCONV_OK;
@@ -195,12 +195,13 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
 
     nconv_arena arena;
     void *owned;
-    if ((st = open_arena(workspace, workspace_size, forward_ws(ctx, &o), &arena, &owned))) return st;
+    const size_t need = forward_ws(ctx, &o);
+    if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
     if (!p->transposed)
         st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena);
     else /* the transposed input is the core's dy, its output the core's dx */
         st = run_core(ctx, &o, "forward", NCONV_DIR_BWD_D, &yv, &wv, &xv, &e, &arena);
-    free(owned);
+    nconv__ctx_ws_release(ctx, owned, need);
     return st;
 }
 
@@ -225,33 +226,19 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
 
     nconv_arena arena;
     void *owned;
-    if ((st = open_arena(workspace, workspace_size, backward_ws(ctx, &o), &arena, &owned))) return st;
+    const size_t need = backward_ws(ctx, &o);
+    if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
 
-    /* dpre = dy * relu'(y), as a dense f64 buffer when the epilogue changes it
-     * or db / dz need it; else the caller's dy itself. */
+    /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then
+     * a dense copy in the problem's dtype, channels-last if dy is. */
     nconv_view dyv, dpre;
     make_view(p, dy, o.ys[0], o.ys[1], o.ys + 2, &dyv);
     dpre = dyv;
-    double *g = NULL;
-    if (relu || db || dz) {
-        g = nconv__arena_take(&arena, sizeof(double) * (size_t)ny);
-        nconv__gather_f64(&dyv, g);
-        if (relu) {
-            nconv_view yv;
-            make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
-            size_t mark = arena.used;
-            double *yd = nconv__arena_take(&arena, sizeof(double) * (size_t)ny);
-            nconv__gather_f64(&yv, yd);
-            for (int64_t i = 0; i < ny; i++) g[i] = yd[i] > 0 ? g[i] : 0.0;
-            arena.used = mark;
-        }
-        memset(&dpre, 0, sizeof dpre);
-        dpre.data = g;
-        dpre.dt = NCONV_F64;
-        dpre.rank = 5;
-        memcpy(dpre.shape, dyv.shape, sizeof dpre.shape);
-        dpre.stride[4] = 1;
-        for (int i = 3; i >= 0; i--) dpre.stride[i] = dpre.stride[i + 1] * dpre.shape[i + 1];
+    if (relu) {
+        nconv_view yv;
+        make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
+        nconv__view_dense_like(&dpre, nconv__arena_take(&arena, nconv_dtype_size(p->dtype) * (size_t)ny), p->dtype, &dyv);
+        nconv__relu_grad(&dpre, &dyv, &yv);
     }
 
     nconv_view xv, wv;
@@ -270,29 +257,18 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
         else st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &dpre, &dwv, &xv, NULL, &arena);
     }
     if (db && !st) {
-        /* Channel sums in a fixed order (n, then spatial): deterministic. */
-        const int64_t C = o.ys[1], S = prod(o.ys + 2, p->ndims);
-        double *sum = nconv__arena_take(&arena, sizeof(double) * (size_t)C);
-        for (int64_t c = 0; c < C; c++) {
-            double acc = 0;
-            for (int64_t n = 0; n < o.ys[0]; n++) {
-                const double *gs = g + (n * C + c) * S;
-                for (int64_t i = 0; i < S; i++) acc += gs[i];
-            }
-            sum[c] = acc;
-        }
+        double *sum = nconv__arena_take(&arena, sizeof(double) * (size_t)o.ys[1]);
+        nconv__channel_sums(&dpre, sum);
         nconv_view dbv;
-        make_vec_view(p, db, C, &dbv);
+        make_vec_view(p, db, o.ys[1], &dbv);
         nconv__scatter(&dbv, sum, 1, NULL);
     }
     if (dz && !st) {
-        const double alpha = epi ? epi->alpha : 1.0;
-        for (int64_t i = 0; i < ny; i++) g[i] *= alpha;
         nconv_view dzv;
         make_view(p, dz, o.ys[0], o.ys[1], o.ys + 2, &dzv);
-        nconv__scatter(&dzv, g, 1, NULL);
+        nconv__scale_copy(&dzv, &dpre, epi ? epi->alpha : 1.0);
     }
-    free(owned);
+    nconv__ctx_ws_release(ctx, owned, need);
     return st;
 }
 

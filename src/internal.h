@@ -98,6 +98,24 @@ int nconv__view_is_nxc_f32(const nconv_view *v);
 void nconv__gather_nxc_f32(const nconv_view *v, float *dst);
 void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_epi *epi);
 
+/* Operands of the channels-last algorithms: the caller's memory when it is
+ * NHWC f32 already, else buf (filled by gather for inputs). An output is
+ * written in place (*fuse: bias and relu go into the kernel) unless it needs
+ * a layout change or z, in which case the caller scatters buf afterwards
+ * (nconv__scatter_nxc_f32). epi_init: the bias as f32 (zeros without one). */
+const float *nconv__nxc_input(const nconv_view *v, float *buf);
+float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, int *fuse);
+void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
+
+/* Elementwise helpers over rank-5 views of one shape (any dtype/strides):
+ * dst = y > 0 ? dy : 0; dst = alpha * src; per-channel sums in f64 in a fixed
+ * order (deterministic). */
+void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
+void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
+void nconv__channel_sums(const nconv_view *src, double *sums);
+/* v: like `like` (shape), dense in dtype dt at data, channels-last if `like` is. */
+void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nconv_view *like);
+
 /* ------------------------------------------------------------- threading */
 
 typedef void (*nconv_task_fn)(void *arg, int tid, int nthreads);
@@ -138,6 +156,7 @@ typedef struct nconv_algo {
     nconv_status (*run)(const nconv_exec *e);
 } nconv_algo;
 
+extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
@@ -152,6 +171,10 @@ const nconv_algo *nconv__algo_find(const char *name);
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir,
                          const nconv_exec *bench, const nconv_algo **out);
 int nconv__ctx_threads(const nconv_context *ctx);
+/* Workspace memory of `size` bytes, reused across calls of one context
+ * (ctx may be NULL: plain malloc / free). Release gives back the size asked. */
+void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size);
+void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size);
 /* The algorithm forced on ctx, or NULL. */
 const nconv_algo *nconv__ctx_forced(const nconv_context *ctx);
 

@@ -12,7 +12,7 @@
 
 /* Preference order for the heuristic policy; the reference accepts
  * everything and comes last. */
-static const nconv_algo *const algos[] = {&nconv_algo_igemm, &nconv_algo_gemm, &nconv_algo_ref};
+static const nconv_algo *const algos[] = {&nconv_algo_depthwise, &nconv_algo_igemm, &nconv_algo_gemm, &nconv_algo_ref};
 
 int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
 const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }
@@ -43,6 +43,8 @@ struct nconv_context {
     pthread_mutex_t lock;
     cache_entry *cache;
     size_t n, cap;
+    void *ws;        /* a workspace kept between calls (NULL while lent out) */
+    size_t ws_size;
 };
 
 nconv_status nconv_context_create(nconv_context **ctx) {
@@ -64,6 +66,7 @@ nconv_status nconv_context_destroy(nconv_context *ctx) {
     if (!ctx) return NCONV_OK;
     pthread_mutex_destroy(&ctx->lock);
     free(ctx->cache);
+    free(ctx->ws);
     free(ctx);
     return NCONV_OK;
 }
@@ -117,6 +120,35 @@ nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name) {
 }
 
 int nconv__ctx_threads(const nconv_context *ctx) { return ctx ? ctx->threads : 1; }
+
+/* Fresh large allocations cost page faults on every call; a context keeps
+ * its last workspace for the next call. Concurrent callers of one context
+ * get their own memory while it is lent out. */
+void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size) {
+    void *p = NULL;
+    if (ctx) {
+        pthread_mutex_lock(&ctx->lock);
+        if (ctx->ws && ctx->ws_size >= size) {
+            p = ctx->ws;
+            ctx->ws = NULL;
+        }
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    return p ? p : malloc(size ? size : 1);
+}
+
+void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size) {
+    if (!p) return;
+    if (ctx) {
+        pthread_mutex_lock(&ctx->lock);
+        if (!ctx->ws || ctx->ws_size < size) {
+            void *old = ctx->ws;
+            ctx->ws = p, ctx->ws_size = size, p = old;
+        }
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    free(p);
+}
 
 const nconv_algo *nconv__ctx_forced(const nconv_context *ctx) {
     return ctx && ctx->policy == NCONV_POLICY_FORCED ? ctx->forced : NULL;

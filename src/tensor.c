@@ -4,6 +4,7 @@
  * of them with the fused epilogue, and the workspace arena.
  */
 #include "internal.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -281,22 +282,14 @@ static int spatial_dense(const nconv_view *v) {
     return 1;
 }
 
-enum { TBLOCK = 32 }; /* spatial positions per transpose block */
+enum { TBLOCK = 256 }; /* spatial positions per transpose block: long contiguous runs per channel */
 
 void nconv__gather_nxc_f32(const nconv_view *v, float *dst) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (v->dt == NCONV_F32 && spatial_dense(v)) {
-        for (int64_t n = 0; n < N; n++) {
-            const float *src = (const float *)v->data + n * v->stride[0];
-            float *d = dst + n * S * C;
-            for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
-                const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
-                for (int64_t c = 0; c < C; c++) {
-                    const float *sc = src + c * v->stride[1];
-                    for (int64_t s = s0; s < s1; s++) d[s * C + c] = sc[s];
-                }
-            }
-        }
+        /* Per image a [C][S] -> [S][C] transpose. */
+        const nconv_f32_transpose_fn tr = nconv__kernels()->transpose;
+        for (int64_t n = 0; n < N; n++) tr(C, S, (const float *)v->data + n * v->stride[0], v->stride[1], dst + n * S * C, C);
         return;
     }
     for (int64_t n = 0; n < N; n++)
@@ -314,17 +307,21 @@ void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_e
     if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;
     const nconv_view *z = epi ? epi->z : NULL;
     if (v->dt == NCONV_F32 && !z && spatial_dense(v)) {
+        /* Per image and block of positions: transpose, then bias and relu
+         * on the rows while they are in cache. */
+        const nconv_f32_transpose_fn tr = nconv__kernels()->transpose;
         const int relu = epi && epi->relu;
         for (int64_t n = 0; n < N; n++) {
             float *dst = (float *)v->data + n * v->stride[0];
-            const float *sn = src + n * S * C;
             for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
                 const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
+                tr(s1 - s0, C, src + (n * S + s0) * C, C, dst + s0, v->stride[1]);
+                if (!epi) continue;
                 for (int64_t c = 0; c < C; c++) {
-                    const float bias = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
+                    const float bias = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
                     float *dc = dst + c * v->stride[1];
                     for (int64_t s = s0; s < s1; s++) {
-                        const float val = sn[s * C + c] + bias;
+                        const float val = dc[s] + bias;
                         dc[s] = relu && val < 0 ? 0.0f : val;
                     }
                 }
@@ -355,4 +352,100 @@ void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_e
                 }
             }
         }
+}
+
+/* ---------------------------------------------- elementwise on views */
+
+/* Offsets of element (n, c, i, j, k) in two rank-5 views of one shape. */
+#define VIEW_OFF(v, n, c, i, j, k) \
+    ((n) * (v)->stride[0] + (c) * (v)->stride[1] + (i) * (v)->stride[2] + (j) * (v)->stride[3] + (k) * (v)->stride[4])
+
+void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y) {
+    const int64_t *s = dst->shape;
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < s[1]; c++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++) {
+                        const double g = nconv__load(dy->data, dy->dt, VIEW_OFF(dy, n, c, i, j, k));
+                        const double out = nconv__load(y->data, y->dt, VIEW_OFF(y, n, c, i, j, k));
+                        nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k), out > 0 ? g : 0.0);
+                    }
+}
+
+void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha) {
+    const int64_t *s = dst->shape;
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < s[1]; c++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++)
+                        nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k),
+                                      alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k)));
+}
+
+void nconv__channel_sums(const nconv_view *src, double *sums) {
+    const int64_t *s = src->shape;
+    const int64_t S = s[2] * s[3] * s[4];
+    /* Fast paths keep the generic order (per channel: n, then spatial), so
+     * every layout gives the same bits. */
+    if (nconv__view_is_nxc_f32(src)) {
+        for (int64_t c = 0; c < s[1]; c++) sums[c] = 0;
+        const float *x = src->data;
+        for (int64_t p = 0; p < s[0] * S; p++, x += s[1])
+            for (int64_t c = 0; c < s[1]; c++) sums[c] += x[c];
+        return;
+    }
+    if (src->dt == NCONV_F32 && spatial_dense(src)) {
+        for (int64_t c = 0; c < s[1]; c++) {
+            double acc = 0;
+            for (int64_t n = 0; n < s[0]; n++) {
+                const float *x = (const float *)src->data + n * src->stride[0] + c * src->stride[1];
+                for (int64_t i = 0; i < S; i++) acc += x[i];
+            }
+            sums[c] = acc;
+        }
+        return;
+    }
+    for (int64_t c = 0; c < s[1]; c++) {
+        double acc = 0; /* fixed order: n, then spatial */
+        for (int64_t n = 0; n < s[0]; n++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++) acc += nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k));
+        sums[c] = acc;
+    }
+}
+
+void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nconv_view *like) {
+    *v = *like;
+    v->data = data;
+    v->dt = dt;
+    /* Channels innermost when `like` has them innermost, else C order. */
+    const int cl = like->rank == 5 && like->stride[1] == 1 && like->shape[1] > 1;
+    const int order[5] = {1, 4, 3, 2, 0}, corder[5] = {4, 3, 2, 1, 0};
+    int64_t st = 1;
+    for (int i = 0; i < v->rank; i++) {
+        const int d = v->rank == 5 ? (cl ? order[i] : corder[i]) : v->rank - 1 - i;
+        v->stride[d] = st;
+        st *= v->shape[d];
+    }
+}
+
+/* ------------------------------- operands of the channels-last algorithms */
+
+const float *nconv__nxc_input(const nconv_view *v, float *buf) {
+    if (nconv__view_is_nxc_f32(v)) return (const float *)v->data;
+    nconv__gather_nxc_f32(v, buf);
+    return buf;
+}
+
+float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, int *fuse) {
+    *fuse = nconv__view_is_nxc_f32(v) && (!epi || !epi->z);
+    return *fuse ? (float *)v->data : buf;
+}
+
+void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        init[i] = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, i * epi->bias->stride[0]) : 0.0f;
 }

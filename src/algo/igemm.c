@@ -57,6 +57,7 @@ typedef struct geo {
     int64_t panels;    /* column panels of NR */
     int64_t mc_tiles;  /* row tiles per cache block */
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
+    int bw_swap;       /* bwd_w: tile rows are input channels (thin Cg), else output channels */
 } geo;
 
 static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
@@ -76,6 +77,11 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->bw_kc = (48 << 10) / (widest > 0 ? widest : 1);
     if (g->bw_kc < 64) g->bw_kc = 64;
     if (g->bw_kc > 512) g->bw_kc = 512;
+    /* bwd_w tiles are MR rows x NR columns: put the wider of Cg and Og on the
+     * columns when that wastes fewer lanes (input layers with 1-4 channels). */
+    const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)g->Cg / (double)(NR * div_up(g->Cg, NR));
+    const double eff_c = (double)g->Cg / (double)(MR * div_up(g->Cg, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
+    g->bw_swap = eff_c > eff_o;
 }
 
 /* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
@@ -102,10 +108,10 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(float) * (size_t)(c->O * g.Cg * g.KS);
     if (dir == NCONV_DIR_BWD_W) {
-        s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators [G][KS][Og][Cg] */
+        s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators, see bw_ctx */
         s->init = s->jobs = 0;
         s->scratch = sizeof(float) * (size_t)(div_up(g.Og, MR) * MR * g.bw_kc) +
-                     (sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc;
+                     (2 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc;
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.KS * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -141,21 +147,40 @@ typedef struct row_ctx {
     size_t scratch_stride;
 } row_ctx;
 
-/* A pointers (a[t * MR + r]) and C pointer for row i of job j. */
-static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const float **a, float **crow) {
+/* Output pixel coordinates of a fwd row, advanced row by row (no division). */
+typedef struct pixel {
+    int64_t n, o[3];
+} pixel;
+
+static void pixel_of(const nconv_core *c, int64_t os, int64_t i, pixel *px) {
+    const int64_t p = i % os;
+    px->n = i / os;
+    px->o[2] = p % c->out[2], px->o[1] = (p / c->out[2]) % c->out[1], px->o[0] = p / (c->out[1] * c->out[2]);
+}
+
+static void pixel_next(const nconv_core *c, pixel *px) {
+    if (++px->o[2] < c->out[2]) return;
+    px->o[2] = 0;
+    if (++px->o[1] < c->out[1]) return;
+    px->o[1] = 0;
+    if (++px->o[0] < c->out[0]) return;
+    px->o[0] = 0;
+    px->n++;
+}
+
+/* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j. */
+static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float **a, float **crow) {
     const nconv_core *c = rc->c;
-    const int64_t n = i / rc->g.OS, p = i % rc->g.OS;
-    const int64_t o2 = p % c->out[2], o1 = (p / c->out[2]) % c->out[1], o0 = p / (c->out[1] * c->out[2]);
-    const float *base = rc->src + n * rc->g.IS * c->C + j->g * rc->g.Cg;
+    const float *base = rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
     int64_t t = 0;
     for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
-        const int64_t i0 = nconv__map_index(o0 * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+        const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
         for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
-            const int64_t i1 = nconv__map_index(o1 * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+            const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+            const float *r01 = (i0 < 0 || i1 < 0) ? NULL : base + (i0 * c->in[1] + i1) * c->in[2] * c->C;
             for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                const int64_t i2 = nconv__map_index(o2 * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                a[t * MR] = (i0 < 0 || i1 < 0 || i2 < 0) ? rc->zero
-                                                          : base + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                const int64_t i2 = nconv__map_index(px->o[2] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                a[t * MR] = (!r01 || i2 < 0) ? rc->zero : r01 + i2 * c->C;
             }
         }
     }
@@ -190,11 +215,17 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
     const int64_t ntiles = div_up(r1 - r0, MR);
+    pixel px = {0, {0, 0, 0}};
+    if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
     for (int64_t i = r0; i < r1; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         const float **at = a + tile * j->ks * MR + r;
-        if (rc->dir == NCONV_DIR_FWD) fwd_row(rc, j, i, at, &crow[i - r0]);
-        else bwd_d_row(rc, j, i, at, &crow[i - r0]);
+        if (rc->dir == NCONV_DIR_FWD) {
+            fwd_row(rc, j, i, &px, at, &crow[i - r0]);
+            pixel_next(rc->c, &px);
+        } else {
+            bwd_d_row(rc, j, i, at, &crow[i - r0]);
+        }
     }
     /* Rows past the end of the last tile repeat its first row (read, never written). */
     for (int64_t i = r1; i < r0 + ntiles * MR; i++) {
@@ -286,32 +317,37 @@ typedef struct bw_ctx {
     geo g;
     const nconv_kernels *k;
     const float *x, *dy, *zero;
-    float *acc; /* [G][KS][Og][Cg] */
-    int64_t units, otiles;
+    float *acc; /* [G][KS][Og][Cg], or [G][KS][Cg][Og] when g.bw_swap */
+    int64_t units, tiles; /* tiles of MR rows per (group, tap) */
     char *scratch;
     size_t scratch_stride;
 } bw_ctx;
 
-/* Units are (group, tap, tile of MR output channels); each thread owns a
- * contiguous range and reduces it over all pixels, block by block. Per
- * block a thread decodes the pixels once, packs dy^T of each group it
- * touches once, and builds input row pointers once per tap. */
+/* Units are (group, tap, tile of MR rows); each thread owns a contiguous
+ * range and reduces it over all pixels, block by block. Rows are output
+ * channels: A = dy^T packed once per block and group, B = input rows in
+ * place. With bw_swap rows are input channels: A = x^T packed per unit,
+ * B = dy rows in place. Per block a thread decodes the pixels once and
+ * builds input row pointers once per tap. */
 static void bw_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const nconv_core *c = bc->c;
     const geo *g = &bc->g;
+    const int swap = g->bw_swap;
+    const int64_t rows_n = swap ? g->Cg : g->Og, cols_n = swap ? g->Og : g->Cg;
     int64_t u0, u1;
     nconv__split(bc->units, tid, nthreads, &u0, &u1);
     if (u0 >= u1) return;
     const int64_t KC = g->bw_kc;
     char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
-    float *apack = (float *)scratch;                                  /* [otiles][KC][MR] */
-    const float **rows = (const float **)(apack + bc->otiles * KC * MR); /* [KC] */
-    int64_t *pix = (int64_t *)(rows + KC);                            /* [4][KC]: image offset, o0, o1, o2 */
+    float *apack = (float *)scratch;                                     /* [tiles][KC][MR] or [KC][MR] */
+    const float **xrows = (const float **)(apack + div_up(g->Og, MR) * KC * MR); /* [KC] */
+    const float **dyrows = xrows + KC;                                   /* [KC] */
+    int64_t *pix = (int64_t *)(dyrows + KC);                             /* [4][KC]: image offset, o0, o1, o2 */
     for (int64_t u = u0; u < u1; u++) {
-        const int64_t gt = u / bc->otiles, o0 = (u % bc->otiles) * MR;
-        const int64_t mr = g->Og - o0 < MR ? g->Og - o0 : MR;
-        memset(bc->acc + (gt * g->Og + o0) * g->Cg, 0, sizeof(float) * (size_t)(mr * g->Cg));
+        const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
+        const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+        memset(bc->acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
     }
     const int64_t M = c->N * g->OS;
     for (int64_t p0 = 0; p0 < M; p0 += KC) {
@@ -322,15 +358,16 @@ static void bw_task(void *arg, int tid, int nthreads) {
             pix[KC + k] = op / (c->out[1] * c->out[2]);
             pix[2 * KC + k] = (op / c->out[2]) % c->out[1];
             pix[3 * KC + k] = op % c->out[2];
+            dyrows[k] = bc->dy + p * c->O;
         }
         int64_t packed_g = -1, row_gt = -1;
         for (int64_t u = u0; u < u1; u++) {
-            const int64_t gt = u / bc->otiles, ot = u % bc->otiles;
+            const int64_t gt = u / bc->tiles, tile = u % bc->tiles;
             const int64_t gi = gt / g->KS, t = gt % g->KS;
-            if (gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
-                for (int64_t o = 0; o < bc->otiles; o++)
+            if (!swap && gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
+                for (int64_t o = 0; o < bc->tiles; o++)
                     for (int64_t k = 0; k < kc; k++) {
-                        const float *src = bc->dy + (p0 + k) * c->O + gi * g->Og + o * MR;
+                        const float *src = dyrows[k] + gi * g->Og + o * MR;
                         float *d = apack + (o * KC + k) * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = o * MR + r < g->Og ? src[r] : 0.0f;
                     }
@@ -343,16 +380,23 @@ static void bw_task(void *arg, int tid, int nthreads) {
                     const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
                     const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
                     const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                    rows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
-                                                            : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                    xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
+                                                             : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
                 }
                 row_gt = gt;
             }
-            const int64_t o0 = ot * MR, mr = g->Og - o0 < MR ? g->Og - o0 : MR;
-            float *acc = bc->acc + (gt * g->Og + o0) * g->Cg;
-            for (int64_t c0 = 0; c0 < g->Cg; c0 += NR) {
-                const int64_t nc = g->Cg - c0 < NR ? g->Cg - c0 : NR;
-                bc->k->gemm_ib(mr, nc, kc, apack + ot * KC * MR, rows, c0, acc + c0, g->Cg, 1);
+            const int64_t r0 = tile * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+            float *acc = bc->acc + (gt * rows_n + r0) * cols_n;
+            const float *a = apack + tile * KC * MR;
+            if (swap) { /* x^T: apack[k][r] = x row of pixel p0 + k at channel r0 + r */
+                a = apack;
+                for (int64_t k = 0; k < kc; k++)
+                    for (int64_t r = 0; r < MR; r++) apack[k * MR + r] = r < mr ? xrows[k][r0 + r] : 0.0f;
+            }
+            for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
+                const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
+                if (swap) bc->k->gemm_ib(mr, nc, kc, a, dyrows, gi * g->Og + j0, acc + j0, cols_n, 1);
+                else bc->k->gemm_ib(mr, nc, kc, a, xrows, j0, acc + j0, cols_n, 1);
             }
         }
     }
@@ -377,18 +421,14 @@ static nconv_status igemm_run(const nconv_exec *e) {
     memset(zero, 0, s.zero);
     const nconv_kernels *k = nconv__kernels();
 
-    /* Operands in NHWC f32: the caller's memory when it already is, else a copy. */
-    const int x_direct = nconv__view_is_nxc_f32(e->x), y_direct = nconv__view_is_nxc_f32(e->y);
-    const float *x = x_direct ? (const float *)e->x->data : xb;
-    const float *y = y_direct ? (const float *)e->y->data : yb;
-    if (dir != NCONV_DIR_BWD_D && !x_direct) nconv__gather_nxc_f32(e->x, xb);
-    if (dir != NCONV_DIR_FWD && !y_direct) nconv__gather_nxc_f32(e->y, yb);
+    const float *x = dir != NCONV_DIR_BWD_D ? nconv__nxc_input(e->x, xb) : NULL;
+    const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
-        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * g.KS * div_up(g.Og, MR), div_up(g.Og, MR),
-                     scratch, nconv__ws_round(s.scratch)};
+        const int64_t tiles = div_up(g.bw_swap ? g.Cg : g.Og, MR);
+        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * g.KS * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(threads, bw_task, &bc);
-        /* dw[o][c][t] = acc[g][t][o][c] */
+        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]) */
         const nconv_view *wv = e->w;
         for (int64_t gi = 0; gi < c->G; gi++)
             for (int64_t o = 0; o < g.Og; o++)
@@ -397,7 +437,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
                         const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
                         const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + k0 * wv->stride[2] +
                                             k1 * wv->stride[3] + k2 * wv->stride[4];
-                        const float v = packed[((gi * g.KS + t) * g.Og + o) * g.Cg + ci];
+                        const float v = g.bw_swap ? packed[((gi * g.KS + t) * g.Cg + ci) * g.Og + o]
+                                                  : packed[((gi * g.KS + t) * g.Og + o) * g.Cg + ci];
                         if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
                         else nconv__store1(wv->data, wv->dt, off, v);
                     }
@@ -407,17 +448,19 @@ static nconv_status igemm_run(const nconv_exec *e) {
     /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. */
     const nconv_view *out = dir == NCONV_DIR_FWD ? e->y : e->x;
     const nconv_epi *epi = e->epi;
-    /* In place (bias and relu fused into the kernel) unless a layout change or z needs a second pass. */
-    const int fuse = (dir == NCONV_DIR_FWD ? y_direct : x_direct) && (!epi || !epi->z);
-    float *dst = fuse ? (float *)out->data : (dir == NCONV_DIR_FWD ? yb : xb);
+    int fuse;
+    float *dst = nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
     nconv__gather_f32(e->w, wf);
-    for (int64_t gi = 0; gi < c->G; gi++)
-        for (int64_t j = 0; j < g.panels * NR; j++) {
-            const int64_t col = j < g.rows_cols ? gi * g.rows_cols + j : -1;
-            init[gi * g.panels * NR + j] = fuse && epi && epi->bias && col >= 0
-                                               ? (float)nconv__load(epi->bias->data, epi->bias->dt, col * epi->bias->stride[0])
-                                               : 0.0f;
+    /* Per group, the bias of its columns padded to whole panels. */
+    for (int64_t gi = 0; gi < c->G; gi++) {
+        memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
+        if (fuse && epi && epi->bias) {
+            nconv_view gb = *epi->bias;
+            gb.data = (char *)gb.data + nconv_dtype_size(gb.dt) * (size_t)(gi * g.rows_cols * gb.stride[0]);
+            nconv_epi ge = {&gb, NULL, 1.0, 0};
+            nconv__epi_init(&ge, init + gi * g.panels * NR, g.rows_cols);
         }
+    }
     job *jobs = nconv__arena_take(e->ws, s.jobs);
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     int64_t njobs;

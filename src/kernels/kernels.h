@@ -33,11 +33,29 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
 typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 
+/* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
+typedef void (*nconv_f32_dwconv_fn)(int64_t channels, int64_t ks, const float *const *rows, const float *w,
+                                    const float *init, float *out, int relu);
+/* acc[i] += a[i] * b[i] for i < n. */
+typedef void (*nconv_f32_vmacc_fn)(int64_t n, const float *a, const float *b, float *acc);
+
+/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
+typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
+                                       int64_t ldd);
+
+void nconv_f32_dwconv__generic(int64_t channels, int64_t ks, const float *const *rows, const float *w,
+                               const float *init, float *out, int relu);
+void nconv_f32_vmacc__generic(int64_t n, const float *a, const float *b, float *acc);
+void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    const float *w, float *const *c, const float *init, int relu);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
+void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
+                            const float *init, float *out, int relu);
+void nconv_f32_vmacc__avx2(int64_t n, const float *a, const float *b, float *acc);
+void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
@@ -52,6 +70,9 @@ typedef struct nconv_kernels {
     const char *name;
     nconv_f32_igemm_fn igemm;
     nconv_f32_gemm_ib_fn gemm_ib;
+    nconv_f32_transpose_fn transpose;
+    nconv_f32_dwconv_fn dwconv;
+    nconv_f32_vmacc_fn vmacc;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

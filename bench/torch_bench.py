@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""PyTorch columns for `nconv bench`: times each problem of an `nconv bench --csv`
+table through PyTorch (Debian's python3-torch) and prints the table joined with
+them.
+
+    nconv bench --csv --threads 1 --batch ../shared/suites/public.txt > nconv.csv
+    /usr/bin/python3 bench/torch_bench.py nconv.csv [--markdown]
+
+PyTorch runs F.conv{1,2,3}d / conv_transpose{1,2,3}d (fwd, with bias) and
+aten::convolution_backward (bwd_d: grad_input; bwd_w: grad_weight and
+grad_bias), in the row's layout (nchw: contiguous, nhwc: channels_last), with
+the row's thread count; one warm-up, then the median of runs lasting at least
+0.4 s (5 runs at least), as nconv bench times itself.
+"""
+import csv
+import math
+import re
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def parse_desc(desc):
+    """nconv's canonical descriptor (as printed by nconv bench) -> dict."""
+    transposed = desc.startswith("--transposed ")
+    d = desc.replace("--transposed ", "")
+    vals = dict((k, int(v)) for k, v in re.findall(r"([a-z]+?)(\d+)", d.replace("_", "")))
+    dims = [a for a in "dhw" if ("i" + a) in vals]
+    get = lambda p: [vals[p + a] for a in dims]
+    return dict(transposed=transposed, g=vals["g"], mb=vals["mb"], ic=vals["ic"], oc=vals["oc"],
+                i=get("i"), o=get("o"), k=get("k"), s=get("s"), p=get("p"), d=[x + 1 for x in get("d")])
+
+
+def timed(fn):
+    fn()
+    times = []
+    while len(times) < 5 or sum(times) < 0.4:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 100:
+            break
+    return 1e3 * statistics.median(times)
+
+
+def torch_ms(pr, direction, layout, threads):
+    torch.set_num_threads(threads)
+    nd = len(pr["i"])
+    fmt = {1: torch.contiguous_format, 2: torch.channels_last, 3: torch.channels_last_3d}[nd]
+    fmt = torch.contiguous_format if layout == "nchw" or nd == 1 else fmt
+    g = pr["g"]
+    x = torch.randn(pr["mb"], pr["ic"], *pr["i"]).contiguous(memory_format=fmt)
+    if pr["transposed"]:
+        w = torch.randn(pr["ic"], pr["oc"] // g, *pr["k"]).contiguous(memory_format=fmt)
+        ext = [pr["d"][a] * (pr["k"][a] - 1) + 1 for a in range(nd)]
+        natural = [(pr["i"][a] - 1) * pr["s"][a] - 2 * pr["p"][a] + ext[a] for a in range(nd)]
+        op = [pr["o"][a] - natural[a] for a in range(nd)]
+        if any(v < 0 or v >= max(pr["s"][a], pr["d"][a]) for a, v in enumerate(op)):
+            return None  # not expressible with symmetric padding
+        fwd = lambda: getattr(F, "conv_transpose%dd" % nd)(x, w, b, pr["s"], pr["p"], op, g, pr["d"])
+    else:
+        w = torch.randn(pr["oc"], pr["ic"] // g, *pr["k"]).contiguous(memory_format=fmt)
+        op = [0] * nd
+        ext = [pr["d"][a] * (pr["k"][a] - 1) + 1 for a in range(nd)]
+        if any((pr["i"][a] + 2 * pr["p"][a] - ext[a]) // pr["s"][a] + 1 != pr["o"][a] for a in range(nd)):
+            return None
+        fwd = lambda: getattr(F, "conv%dd" % nd)(x, w, b, pr["s"], pr["p"], pr["d"], g)
+    b = torch.randn(pr["oc"])
+    with torch.no_grad():
+        y = fwd()
+        if direction == "fwd":
+            return timed(fwd)
+        dy = torch.randn_like(y).contiguous(memory_format=fmt)
+        mask = [True, False, False] if direction == "bwd_d" else [False, True, True]
+        bwd = lambda: torch.ops.aten.convolution_backward(dy, x, w, [pr["oc"]], pr["s"], pr["p"], pr["d"],
+                                                          pr["transposed"], op, g, mask)
+        return timed(bwd)
+
+
+def main():
+    rows = list(csv.DictReader(open(sys.argv[1])))
+    markdown = "--markdown" in sys.argv
+    cols = ["name", "dir", "layout", "threads", "algo", "ms", "gflops", "peak_pct", "onednn_ms", "onednn_impl",
+            "ratio", "torch_ms", "ratio_torch"]
+    if markdown:
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+    else:
+        print(",".join(cols))
+    for r in rows:
+        t = torch_ms(parse_desc(r["desc"]), r["dir"], r["layout"], int(r["threads"]))
+        r["torch_ms"] = "%.3f" % t if t else ""
+        r["ratio_torch"] = "%.2f" % (t / float(r["ms"])) if t else ""
+        line = [r[c] for c in cols]
+        print(("| " + " | ".join(line) + " |") if markdown else ",".join(line))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
