@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
             for (int trial = 0; trial < 5; trial++) {
                 double t0 = now();
                 for (int64_t i = 0; i < reps; i++) {
-                    if (which == 0) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, w, crow, init, 0);
+                    if (which == 0) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
                     else k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
                 }
                 double t = now() - t0;

@@ -16,19 +16,23 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                 for (size_t si = 0; si < 4; si++)
                     for (int mode = 0; mode < 3; mode++) { /* 0 init, 1 accumulate, 2 init + relu */
                         const int64_t kc = kcs[ki], ks = kss[si];
-                        float *a = malloc(sizeof(float) * (size_t)(NCONV_MR * ks * kc));
+                        /* Rows start a_off = 2 floats in; tap 1 of row 2 is the zero row. */
+                        const int64_t a_off = 2;
+                        float *a = malloc(sizeof(float) * (size_t)(NCONV_MR * ks * (kc + a_off)));
+                        float *zero = calloc((size_t)kc, sizeof(float));
                         float *w = aligned_alloc(64, sizeof(float) * (size_t)(((ks * kc * NCONV_NR + 15) / 16) * 16 + 16));
                         float cbuf[NCONV_MR][NCONV_NR + 3], init[NCONV_NR];
                         double ref[NCONV_MR][NCONV_NR];
                         const float *rows[9 * NCONV_MR];
                         float *crow[NCONV_MR];
-                        for (int64_t i = 0; i < NCONV_MR * ks * kc; i++) a[i] = (float)test_uniform(rng);
+                        for (int64_t i = 0; i < NCONV_MR * ks * (kc + a_off); i++) a[i] = (float)test_uniform(rng);
                         for (int64_t i = 0; i < ks * kc * NCONV_NR; i++)
                             w[i] = (i % NCONV_NR) < nc ? (float)test_uniform(rng) : 0.0f;
                         for (int64_t j = 0; j < NCONV_NR; j++) init[j] = (float)test_uniform(rng);
                         for (int64_t t = 0; t < ks; t++)
                             for (int64_t r = 0; r < NCONV_MR; r++)
-                                rows[t * NCONV_MR + r] = a + ((r < mr ? r : 0) * ks + t) * kc;
+                                rows[t * NCONV_MR + r] =
+                                    t == 1 && r == 2 ? zero : a + ((r < mr ? r : 0) * ks + t) * (kc + a_off);
                         for (int64_t r = 0; r < NCONV_MR; r++) {
                             crow[r] = cbuf[r];
                             for (int64_t j = 0; j < NCONV_NR + 3; j++) cbuf[r][j] = mode == 1 ? (float)(r - j) : NAN;
@@ -38,10 +42,11 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 double acc = mode == 1 ? (double)(r - j) : init[j];
                                 for (int64_t t = 0; t < ks; t++)
                                     for (int64_t kk = 0; kk < kc; kk++)
-                                        acc += (double)rows[t * NCONV_MR + r][kk] * w[(t * kc + kk) * NCONV_NR + j];
+                                        acc += (rows[t * NCONV_MR + r] == zero ? 0.0 : (double)rows[t * NCONV_MR + r][a_off + kk]) *
+                                               w[(t * kc + kk) * NCONV_NR + j];
                                 ref[r][j] = mode == 2 && acc < 0 ? 0 : acc;
                             }
-                        k->igemm(mr, nc, kc, ks, rows, w, crow, mode == 1 ? NULL : init, mode == 2);
+                        k->igemm(mr, nc, kc, ks, rows, a_off, zero, w, crow, mode == 1 ? NULL : init, mode == 2);
                         double worst = 0;
                         int untouched = 1;
                         for (int64_t r = 0; r < NCONV_MR; r++)
@@ -79,7 +84,7 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                             }
                         CHECK(worst <= 1e-5 * (double)K, "%s gemm_ib mr %lld nc %lld K %lld mode %d: err %g", k->name,
                               (long long)mr, (long long)nc, (long long)K, mode, worst);
-                        free(ap), free(bm), free(brow), free(a), free(w);
+                        free(ap), free(bm), free(brow), free(a), free(w), free(zero);
                     }
 }
 

@@ -1,5 +1,7 @@
 /*
- * Algorithm "gemm": im2col + GEMM in f32 (f32, f16 and bf16 problems).
+ * Algorithm "gemm": im2col + GEMM in f32 (f32, f16 and bf16 problems). The
+ * portable fallback and the only fast path for bwd_d with reflect,
+ * replicate or circular padding, whose adjoint is a scatter.
  *
  * Per image n and group g, output positions are taken in chunks of P
  * columns so the column buffer stays bounded (COL_BUDGET) whatever the
@@ -52,9 +54,10 @@ static size_t gemm_workspace(const nconv_core *c, nconv_direction dir, int threa
     return sizes(c, &s);
 }
 
-/* Walks row r = (ci, kd, kh, kw) of the column matrix over output positions
- * [p0, p0 + np), calling back with the input offset (or -1 for a zero tap).
- * mode: 0 gathers col[r][p], 1 scatter-adds col[r][p], 2 gathers row[p][r]. */
+/* Walks every row r = (ci, kd, kh, kw) of the column matrix over output
+ * positions [p0, p0 + np), with the input element each tap reads (none for
+ * a zero tap). mode 0 gathers col[r][p] from xg, 1 scatter-adds col[r][p]
+ * into xg_out (the adjoint, any padding mode), 2 gathers row[p][r]. */
 static void im2col_rows(const nconv_core *c, const float *xg, float *xg_out, float *buf, int64_t p0,
                         int64_t np, int64_t ldb, int mode) {
     const int64_t KS = nconv__core_kernel_spatial(c), IS = nconv__core_in_spatial(c);

@@ -12,7 +12,8 @@
  *          Input pixels are split into stride residue classes; in each class
  *          a fixed subset of taps reaches the output, so no zero work is done.
  *   bwd_w: dw[o][c][t] = sum_p dy[p][o] * x[pix(p, t)][c]          a GEMM per tap,
- *          reduced over pixels in blocks: dy^T packed, input rows read in place.
+ *          reduced over pixels in blocks: dy^T packed, input rows read in
+ *          place (for thin input channels the other way round).
  *
  * Framework (this file): operand conversion, weight packing, row decoding,
  * blocking and threading. Micro-kernels: src/kernels (6 x 16 tiles).
@@ -26,7 +27,9 @@
 #include <string.h>
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
-enum { A_BLOCK_BYTES = 24 << 10 }; /* A rows kept in L1 across column panels */
+enum { A_BLOCK_BYTES = 64 << 10 }; /* A rows of a row block, kept in L2 across column panels */
+enum { K_BLOCK = 256 };             /* reduction block (taps x channels): a 16 KiB panel of w stays in L1 */
+enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
 enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -54,10 +57,12 @@ typedef struct geo {
     int64_t Cg, Og, KS, IS, OS;
     int64_t rows_cols; /* columns of the row GEMM: Og (fwd) or Cg (bwd_d) */
     int64_t kc;        /* channels per tap in the reduction: Cg (fwd) or Og (bwd_d) */
+    int64_t kchunk;    /* channels per reduction block (all taps of the block's channels) */
     int64_t panels;    /* column panels of NR */
     int64_t mc_tiles;  /* row tiles per cache block */
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
     int bw_swap;       /* bwd_w: tile rows are input channels (thin Cg), else output channels */
+    int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
 } geo;
 
 static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
@@ -67,15 +72,24 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->rows_cols = dir == NCONV_DIR_BWD_D ? g->Cg : g->Og;
     g->kc = dir == NCONV_DIR_BWD_D ? g->Og : g->Cg;
     g->panels = div_up(g->rows_cols, NR);
-    int64_t row_bytes = (int64_t)sizeof(float) * g->KS * g->kc * MR;
+    g->kchunk = g->kc;
+    if (g->KS * g->kc > K_BLOCK) {
+        g->kchunk = K_BLOCK / g->KS;
+        if (g->kchunk >= 8) g->kchunk -= g->kchunk % 8;
+        if (g->kchunk < 1) g->kchunk = 1;
+    }
+    /* Rows one pixel apart are C floats apart: a multiple of 4 KiB maps the
+     * six rows of a tile to one L1 set, and 1x1 rows are streamed once per
+     * panel anyway. Copying them (padded) into scratch removes both costs. */
+    const int64_t src_ch = dir == NCONV_DIR_BWD_D ? c->O : c->C;
+    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && (g->KS == 1 || (src_ch * 4) % 4096 == 0);
+    int64_t row_bytes = (int64_t)sizeof(float) * g->KS * g->kchunk * MR;
     g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (g->mc_tiles < 1) g->mc_tiles = 1;
     if (g->mc_tiles > 64) g->mc_tiles = 64;
-    /* bwd_w: per pixel block, the packed dy^T and the input rows read
-     * (bw_kc x max(Cg, Og) floats) should stay in L2. */
-    const int64_t widest = g->Cg > g->Og ? g->Cg : g->Og;
-    g->bw_kc = (48 << 10) / (widest > 0 ? widest : 1);
-    if (g->bw_kc < 64) g->bw_kc = 64;
+    /* bwd_w: pixels per reduction block; the packed dy^T of a block stays in L2. */
+    g->bw_kc = (64 << 10) / (g->Og > 0 ? g->Og : 1); /* the packed dy^T block: 256 KiB */
+    if (g->bw_kc < 128) g->bw_kc = 128;
     if (g->bw_kc > 512) g->bw_kc = 512;
     /* bwd_w tiles are MR rows x NR columns: put the wider of Cg and Og on the
      * columns when that wastes fewer lanes (input layers with 1-4 channels). */
@@ -106,7 +120,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     geometry(c, dir, &g);
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
-    s->w = sizeof(float) * (size_t)(c->O * g.Cg * g.KS);
+    s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators, see bw_ctx */
         s->init = s->jobs = 0;
@@ -116,7 +130,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.KS * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
         s->jobs = sizeof(job) * (size_t)(dir == NCONV_DIR_FWD ? c->G : c->G * c->s[0] * c->s[1] * c->s[2]);
-        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (g.KS + 1)) + sizeof(int64_t) * (size_t)(g.KS + 3);
+        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1)) +
+                     (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
     }
     s->zero = sizeof(float) * (size_t)(g.kc + g.Cg + NR);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
@@ -210,7 +225,8 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float **
 }
 
 /* One cache block: up to mc_tiles row tiles of one job, every column panel. */
-static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **a, float **crow) {
+static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **a, float **crow, const float **pa,
+                      float *pbuf) {
     const geo *g = &rc->g;
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
@@ -232,15 +248,32 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         for (int64_t t = 0; t < j->ks; t++) a[(tile * j->ks + t) * MR + r] = a[(tile * j->ks + t) * MR];
     }
-    for (int64_t p = 0; p < g->panels; p++) {
-        const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
-        const float *wp = j->w + p * j->ks * g->kc * NR;
-        const float *init = rc->init + (j->g * g->panels + p) * NR;
-        for (int64_t tile = 0; tile < ntiles; tile++) {
-            const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
-            float *cp[MR];
-            for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
-            rc->k->igemm(mr, nc, g->kc, j->ks, a + tile * j->ks * MR, wp, cp, init, rc->relu);
+    /* Reduction blocks outermost: their A rows stay in cache over the panels. */
+    for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+        const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+        const int first = k0 == 0, last = k0 + kcc == g->kc;
+        const float *const *ap = a;
+        int64_t a_off = k0;
+        if (g->pack_a) { /* pa[tile][t][r] -> row of pbuf holding A(t, r)[k0, k0 + kcc) */
+            const int64_t n = ntiles * j->ks * MR, ld = kcc + PACK_PAD;
+            for (int64_t i = 0; i < n; i++) {
+                float *dst = pbuf + i * ld;
+                if (a[i] == rc->zero) memset(dst, 0, sizeof(float) * (size_t)kcc);
+                else memcpy(dst, a[i] + k0, sizeof(float) * (size_t)kcc);
+                pa[i] = dst;
+            }
+            ap = pa, a_off = 0;
+        }
+        for (int64_t p = 0; p < g->panels; p++) {
+            const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
+            const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
+            const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
+            for (int64_t tile = 0; tile < ntiles; tile++) {
+                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                float *cp[MR];
+                for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
+                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init, last && rc->relu);
+            }
         }
     }
 }
@@ -252,31 +285,46 @@ static void row_task(void *arg, int tid, int nthreads) {
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
+    const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
+    float *pbuf = (float *)(pa + rc->g.mc_tiles * MR * rc->g.KS);
     int64_t jb = 0, first = 0; /* job of block b0, and its first global block */
     while (jb < rc->njobs && first + rc->jobs[jb].blocks <= b0) first += rc->jobs[jb++].blocks;
     for (int64_t b = b0; b < b1; b++) {
         while (b - first >= rc->jobs[jb].blocks) first += rc->jobs[jb++].blocks;
-        row_block(rc, &rc->jobs[jb], b - first, a, crow);
+        row_block(rc, &rc->jobs[jb], b - first, a, crow, pa, pbuf);
     }
 }
 
-/* Weights [O][Cg][KS] (dense f32) packed for the row GEMM of fwd:
- * [g][panel][t][c][NR] with columns o = panel * NR + jj. */
-static void pack_fwd(const nconv_core *c, const geo *g, const float *w, float *packed) {
+/* The weights as the caller laid them out: w[o][ci][t] through the view's
+ * strides, with toff[t] the offset of tap t. */
+typedef struct wsrc {
+    const nconv_view *v;
+    const int64_t *toff;
+} wsrc;
+
+static inline float wload(const wsrc *w, int64_t o, int64_t ci, int64_t t) {
+    const int64_t off = o * w->v->stride[0] + ci * w->v->stride[1] + w->toff[t];
+    return w->v->dt == NCONV_F32 ? ((const float *)w->v->data)[off] : (float)nconv__load(w->v->data, w->v->dt, off);
+}
+
+/* Weights packed for the row GEMM of fwd:
+ * [g][panel][channel block][t][c][NR] with columns o = panel * NR + jj. */
+static void pack_fwd(const nconv_core *c, const geo *g, const wsrc *w, float *packed) {
     for (int64_t gi = 0; gi < c->G; gi++)
         for (int64_t p = 0; p < g->panels; p++)
-            for (int64_t t = 0; t < g->KS; t++)
-                for (int64_t ci = 0; ci < g->Cg; ci++, packed += NR)
-                    for (int64_t jj = 0; jj < NR; jj++) {
-                        const int64_t o = p * NR + jj;
-                        packed[jj] = o < g->Og ? w[((gi * g->Og + o) * g->Cg + ci) * g->KS + t] : 0.0f;
-                    }
+            for (int64_t c0 = 0; c0 < g->Cg; c0 += g->kchunk)
+                for (int64_t t = 0; t < g->KS; t++)
+                    for (int64_t ci = c0; ci < c0 + g->kchunk && ci < g->Cg; ci++, packed += NR)
+                        for (int64_t jj = 0; jj < NR; jj++) {
+                            const int64_t o = p * NR + jj;
+                            packed[jj] = o < g->Og ? wload(w, gi * g->Og + o, ci, t) : 0.0f;
+                        }
 }
 
 /* For bwd_d one job per (group, residue class): its taps and packed weights
- * [panel][tap][o][NR] with columns c = panel * NR + jj. Returns the number
+ * [panel][channel block][tap][o][NR] with columns c = panel * NR + jj. Returns the number
  * of jobs (at most G * prod(stride)). */
-static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const float *w, float *packed, job *jobs) {
+static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const wsrc *w, float *packed, job *jobs) {
     int64_t n = 0;
     const int64_t classes = c->s[0] * c->s[1] * c->s[2];
     for (int64_t gi = 0; gi < c->G; gi++)
@@ -296,16 +344,17 @@ static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const float *w
             j->rows = c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
             j->w = packed;
             for (int64_t p = 0; p < g->panels; p++)
-                for (int64_t a0 = 0; a0 < j->ntap[0]; a0++)
-                    for (int64_t a1 = 0; a1 < j->ntap[1]; a1++)
-                        for (int64_t a2 = 0; a2 < j->ntap[2]; a2++) {
-                            const int64_t t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
-                            for (int64_t o = 0; o < g->Og; o++, packed += NR)
-                                for (int64_t jj = 0; jj < NR; jj++) {
-                                    const int64_t ci = p * NR + jj;
-                                    packed[jj] = ci < g->Cg ? w[((gi * g->Og + o) * g->Cg + ci) * g->KS + t] : 0.0f;
-                                }
-                        }
+                for (int64_t o0 = 0; o0 < g->Og; o0 += g->kchunk)
+                    for (int64_t a0 = 0; a0 < j->ntap[0]; a0++)
+                        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++)
+                            for (int64_t a2 = 0; a2 < j->ntap[2]; a2++) {
+                                const int64_t t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+                                for (int64_t o = o0; o < o0 + g->kchunk && o < g->Og; o++, packed += NR)
+                                    for (int64_t jj = 0; jj < NR; jj++) {
+                                        const int64_t ci = p * NR + jj;
+                                        packed[jj] = ci < g->Cg ? wload(w, gi * g->Og + o, ci, t) : 0.0f;
+                                    }
+                            }
         }
     return n;
 }
@@ -360,10 +409,11 @@ static void bw_task(void *arg, int tid, int nthreads) {
             pix[3 * KC + k] = op % c->out[2];
             dyrows[k] = bc->dy + p * c->O;
         }
-        int64_t packed_g = -1, row_gt = -1;
-        for (int64_t u = u0; u < u1; u++) {
-            const int64_t gt = u / bc->tiles, tile = u % bc->tiles;
-            const int64_t gi = gt / g->KS, t = gt % g->KS;
+        int64_t packed_g = -1;
+        /* Units of one (group, tap) share the input rows of the tap: take them as a run. */
+        for (int64_t u = u0; u < u1;) {
+            const int64_t gt = u / bc->tiles, gi = gt / g->KS, t = gt % g->KS;
+            const int64_t run_end = (gt + 1) * bc->tiles < u1 ? (gt + 1) * bc->tiles : u1;
             if (!swap && gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
                 for (int64_t o = 0; o < bc->tiles; o++)
                     for (int64_t k = 0; k < kc; k++) {
@@ -373,31 +423,38 @@ static void bw_task(void *arg, int tid, int nthreads) {
                     }
                 packed_g = gi;
             }
-            if (gt != row_gt) {
-                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-                const float *xg = bc->x + gi * g->Cg;
-                for (int64_t k = 0; k < kc; k++) {
-                    const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
-                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                    const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                    xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
-                                                             : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+            const float *xg = bc->x + gi * g->Cg;
+            for (int64_t k = 0; k < kc; k++) {
+                const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+                const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
+                                                         : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+            }
+            if (!swap) {
+                /* Column panels outside: a panel's slab of input rows stays in L1 over the row tiles. */
+                for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
+                    const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
+                    for (int64_t v = u; v < run_end; v++) {
+                        const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, xrows, j0,
+                                       bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                    }
                 }
-                row_gt = gt;
+            } else {
+                for (int64_t v = u; v < run_end; v++) { /* x^T: apack[k][r] = x row of pixel p0 + k at channel r0 + r */
+                    const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+                    for (int64_t k = 0; k < kc; k++)
+                        for (int64_t r = 0; r < MR; r++) apack[k * MR + r] = r < mr ? xrows[k][r0 + r] : 0.0f;
+                    for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
+                        const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
+                        bc->k->gemm_ib(mr, nc, kc, apack, dyrows, gi * g->Og + j0,
+                                       bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                    }
+                }
             }
-            const int64_t r0 = tile * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-            float *acc = bc->acc + (gt * rows_n + r0) * cols_n;
-            const float *a = apack + tile * KC * MR;
-            if (swap) { /* x^T: apack[k][r] = x row of pixel p0 + k at channel r0 + r */
-                a = apack;
-                for (int64_t k = 0; k < kc; k++)
-                    for (int64_t r = 0; r < MR; r++) apack[k * MR + r] = r < mr ? xrows[k][r0 + r] : 0.0f;
-            }
-            for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
-                const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                if (swap) bc->k->gemm_ib(mr, nc, kc, a, dyrows, gi * g->Og + j0, acc + j0, cols_n, 1);
-                else bc->k->gemm_ib(mr, nc, kc, a, xrows, j0, acc + j0, cols_n, 1);
-            }
+            u = run_end;
         }
     }
 }
@@ -450,7 +507,12 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const nconv_epi *epi = e->epi;
     int fuse;
     float *dst = nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
-    nconv__gather_f32(e->w, wf);
+    /* wf holds the tap offsets of the caller's weight layout. */
+    int64_t *toff = (int64_t *)wf;
+    for (int64_t t = 0; t < g.KS; t++)
+        toff[t] = (t / (c->k[1] * c->k[2])) * e->w->stride[2] + ((t / c->k[2]) % c->k[1]) * e->w->stride[3] +
+                  (t % c->k[2]) * e->w->stride[4];
+    const wsrc ws_ = {e->w, toff};
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
         memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
@@ -465,7 +527,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     int64_t njobs;
     if (dir == NCONV_DIR_FWD) {
-        pack_fwd(c, &g, wf, packed);
+        pack_fwd(c, &g, &ws_, packed);
         for (int64_t gi = 0; gi < c->G; gi++) {
             job *j = &jobs[gi];
             memset(j, 0, sizeof *j);
@@ -474,7 +536,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
         }
         njobs = c->G;
     } else {
-        njobs = make_bwd_d_jobs(c, &g, wf, packed, jobs);
+        njobs = make_bwd_d_jobs(c, &g, &ws_, packed, jobs);
     }
     int64_t total = 0;
     for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);

@@ -17,13 +17,15 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
 /*
  * Indirect GEMM, up to 6 rows x 16 columns (mr <= 6, nc <= 16):
  *   C[r][j] = init[j] (or C[r][j] when init is NULL)
- *             + sum_{t < ks, k < kc} a[t * 6 + r][k] * w[(t * kc + k) * 16 + j]
- * then max(., 0) when relu. a holds 6 row pointers per tap (rows >= mr must
- * still point at kc readable floats); w is packed, 32-byte aligned, with
+ *             + sum_{t < ks, k < kc} A(t, r)[k] * w[(t * kc + k) * 16 + j]
+ * then max(., 0) when relu, where A(t, r) = a[t * 6 + r] + a_off, except
+ * that a pointer equal to `zero` (kc zeros) is not offset. Rows >= mr must
+ * still point at readable memory; w is packed, 32-byte aligned, with
  * columns >= nc zero; c holds mr row pointers, columns < nc are written.
  */
 typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                   const float *w, float *const *c, const float *init, int relu);
+                                   int64_t a_off, const float *zero, const float *w, float *const *c,
+                                   const float *init, int relu);
 
 /*
  * GEMM with indirect B rows, up to 6 x 16:
@@ -48,7 +50,8 @@ void nconv_f32_dwconv__generic(int64_t channels, int64_t ks, const float *const 
 void nconv_f32_vmacc__generic(int64_t n, const float *a, const float *b, float *acc);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                   const float *w, float *const *c, const float *init, int relu);
+                                   int64_t a_off, const float *zero, const float *w, float *const *c,
+                                   const float *init, int relu);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
@@ -59,7 +62,8 @@ void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                const float *w, float *const *c, const float *init, int relu);
+                                int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
+                                int relu);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1 } nconv_isa;

@@ -2,14 +2,15 @@
 #include "../kernels.h"
 
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                   const float *w, float *const *c, const float *init, int relu) {
+                                   int64_t a_off, const float *zero, const float *w, float *const *c,
+                                   const float *init, int relu) {
     float acc[6][16];
     for (int64_t r = 0; r < 6; r++)
         for (int64_t j = 0; j < 16; j++) acc[r][j] = init ? init[j] : (r < mr && j < nc ? c[r][j] : 0.0f);
     for (int64_t t = 0; t < ks; t++, a += 6)
         for (int64_t k = 0; k < kc; k++, w += 16)
             for (int64_t r = 0; r < 6; r++) {
-                const float v = a[r][k];
+                const float v = a[r] == zero ? 0.0f : a[r][a_off + k];
                 for (int64_t j = 0; j < 16; j++) acc[r][j] += v * w[j];
             }
     for (int64_t r = 0; r < mr; r++)

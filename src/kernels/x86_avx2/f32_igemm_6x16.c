@@ -8,7 +8,8 @@
 #include "avx2_util.h"
 
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                const float *w, float *const *c, const float *init, int relu) {
+                                int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
+                                int relu) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (init) {
         c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init);
@@ -26,7 +27,10 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
         c50 = _mm256_maskload_ps(r5, m0), c51 = _mm256_maskload_ps(r5 + 8, m1);
     }
     for (int64_t t = 0; t < ks; t++, a += 6) {
-        const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+        /* Rows start a_off channels in (a block of the reduction); the zero row does not move. */
+        const float *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;
+        const float *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;
+        const float *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;
         for (int64_t k = 0; k < kc; k++, w += 16) {
             const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);
             __m256 v = _mm256_broadcast_ss(a0 + k);

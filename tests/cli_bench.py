@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""`nconv bench --csv` keeps its contract: the header, one row per problem,
+direction and layout, numeric fields that parse, and the oneDNN columns
+filled when the peer is built in (no timing is asserted).
+
+Usage: cli_bench.py NCONV_BINARY
+"""
+import csv
+import io
+import subprocess
+import sys
+
+HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio"
+
+
+def main():
+    nconv = sys.argv[1]
+    passed = failed = 0
+
+    def check(cond, what):
+        nonlocal passed, failed
+        print("%s %s" % ("ok  " if cond else "FAIL", what))
+        passed += bool(cond)
+        failed += not cond
+
+    r = subprocess.run([nconv, "bench", "--csv", "--threads", "1", 'mb1ic8ih8oc16oh8kh3ph1n"small"',
+                        '--transposed', 'mb1ic8ih4oc8oh8kh4sh2ph1n"deconv"'], capture_output=True, text=True)
+    check(r.returncode == 0, "bench exits 0 (%s)" % r.stderr.strip()[-200:])
+    lines = r.stdout.splitlines()
+    check(lines and lines[0] == HEADER, "CSV header is the contract's")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    check(len(rows) == 12, "2 problems x 3 directions x 2 layouts = 12 rows (got %d)" % len(rows))
+    peer = subprocess.run([nconv, "bench", "--threads", "1", "--dir", "fwd", "mb1ic8ih8oc8oh8kh3ph1"],
+                          capture_output=True, text=True).stdout
+    has_peer = "oneDNN peer: yes" in peer
+    for row in rows:
+        ok = row["dir"] in ("fwd", "bwd_d", "bwd_w") and row["layout"] in ("nchw", "nhwc")
+        ok = ok and float(row["ms"]) > 0 and float(row["gflops"]) > 0 and row["threads"] == "1"
+        if has_peer:
+            ok = ok and float(row["onednn_ms"]) > 0 and row["onednn_impl"] and float(row["ratio"]) > 0
+        else:
+            ok = ok and row["onednn_ms"] == "" and row["ratio"] == ""
+        check(ok, "row %s %s %s: %s" % (row["name"], row["dir"], row["layout"], ",".join(row.values())))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
