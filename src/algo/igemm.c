@@ -63,6 +63,9 @@ typedef struct geo {
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
     int bw_swap;       /* bwd_w: tile rows are input channels (thin Cg), else output channels */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
+    int wfold;         /* fwd: (kw, c) read as one run of a W-padded input copy (thin channels) */
+    int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
+    int64_t iw_pad;    /* width of the W-padded copy */
 } geo;
 
 static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
@@ -71,10 +74,17 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->IS = nconv__core_in_spatial(c), g->OS = nconv__core_out_spatial(c);
     g->rows_cols = dir == NCONV_DIR_BWD_D ? g->Cg : g->Og;
     g->kc = dir == NCONV_DIR_BWD_D ? g->Og : g->Cg;
+    g->ks_rows = g->KS;
+    /* Thin input channels: a tap reads only Cg floats, too short a run for
+     * the kernel. Along W consecutive taps are adjacent in memory, so with a
+     * zero-padded copy of the input each (kd, kh) tap is one run of KW * C. */
+    g->wfold = dir == NCONV_DIR_FWD && c->G == 1 && c->C <= 8 && c->k[2] > 1 && c->d[2] == 1;
+    g->iw_pad = (c->out[2] - 1) * c->s[2] + c->k[2];
+    if (g->wfold) g->kc = c->k[2] * c->C, g->ks_rows = c->k[0] * c->k[1];
     g->panels = div_up(g->rows_cols, NR);
     g->kchunk = g->kc;
-    if (g->KS * g->kc > K_BLOCK) {
-        g->kchunk = K_BLOCK / g->KS;
+    if (g->ks_rows * g->kc > K_BLOCK) {
+        g->kchunk = K_BLOCK / g->ks_rows;
         if (g->kchunk >= 8) g->kchunk -= g->kchunk % 8;
         if (g->kchunk < 1) g->kchunk = 1;
     }
@@ -82,8 +92,8 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
      * six rows of a tile to one L1 set, and 1x1 rows are streamed once per
      * panel anyway. Copying them (padded) into scratch removes both costs. */
     const int64_t src_ch = dir == NCONV_DIR_BWD_D ? c->O : c->C;
-    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && (g->KS == 1 || (src_ch * 4) % 4096 == 0);
-    int64_t row_bytes = (int64_t)sizeof(float) * g->KS * g->kchunk * MR;
+    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && (g->ks_rows == 1 || (src_ch * 4) % 4096 == 0);
+    int64_t row_bytes = (int64_t)sizeof(float) * g->ks_rows * g->kchunk * MR;
     g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (g->mc_tiles < 1) g->mc_tiles = 1;
     if (g->mc_tiles > 64) g->mc_tiles = 64;
@@ -119,6 +129,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     geo g;
     geometry(c, dir, &g);
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
+    if (g.wfold) /* the W-padded copy, then room to gather x into NHWC first */
+        s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C);
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
@@ -186,6 +198,19 @@ static void pixel_next(const nconv_core *c, pixel *px) {
 /* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j. */
 static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float **a, float **crow) {
     const nconv_core *c = rc->c;
+    if (rc->g.wfold) { /* one run of KW * C floats per (kd, kh) in the W-padded copy */
+        const float *base = rc->src + (px->n * c->in[0] * c->in[1] * rc->g.iw_pad + px->o[2] * c->s[2]) * c->C;
+        int64_t t = 0;
+        for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+            const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+            for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
+                const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                a[t * MR] = i0 < 0 || i1 < 0 ? rc->zero : base + (i0 * c->in[1] + i1) * rc->g.iw_pad * c->C;
+            }
+        }
+        *crow = rc->dst + i * c->O;
+        return;
+    }
     const float *base = rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
     int64_t t = 0;
     for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
@@ -308,17 +333,20 @@ static inline float wload(const wsrc *w, int64_t o, int64_t ci, int64_t t) {
 }
 
 /* Weights packed for the row GEMM of fwd:
- * [g][panel][channel block][t][c][NR] with columns o = panel * NR + jj. */
+ * [g][panel][channel block][tap][k][NR] with columns o = panel * NR + jj;
+ * k runs over the channels, or over (kw, c) when W-folded. */
 static void pack_fwd(const nconv_core *c, const geo *g, const wsrc *w, float *packed) {
     for (int64_t gi = 0; gi < c->G; gi++)
         for (int64_t p = 0; p < g->panels; p++)
-            for (int64_t c0 = 0; c0 < g->Cg; c0 += g->kchunk)
-                for (int64_t t = 0; t < g->KS; t++)
-                    for (int64_t ci = c0; ci < c0 + g->kchunk && ci < g->Cg; ci++, packed += NR)
+            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk)
+                for (int64_t tr = 0; tr < g->ks_rows; tr++)
+                    for (int64_t k = k0; k < k0 + g->kchunk && k < g->kc; k++, packed += NR) {
+                        const int64_t ci = g->wfold ? k % g->Cg : k, t = g->wfold ? tr * c->k[2] + k / g->Cg : tr;
                         for (int64_t jj = 0; jj < NR; jj++) {
                             const int64_t o = p * NR + jj;
                             packed[jj] = o < g->Og ? wload(w, gi * g->Og + o, ci, t) : 0.0f;
                         }
+                    }
 }
 
 /* For bwd_d one job per (group, residue class): its taps and packed weights
@@ -478,7 +506,21 @@ static nconv_status igemm_run(const nconv_exec *e) {
     memset(zero, 0, s.zero);
     const nconv_kernels *k = nconv__kernels();
 
-    const float *x = dir != NCONV_DIR_BWD_D ? nconv__nxc_input(e->x, xb) : NULL;
+    const float *x = NULL;
+    if (g.wfold) { /* xb[n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
+        const int64_t rows = c->N * c->in[0] * c->in[1];
+        const float *xs = nconv__nxc_input(e->x, xb + rows * g.iw_pad * c->C);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t jw = 0; jw < g.iw_pad; jw++) {
+                const int64_t iw = nconv__map_index(jw - c->pb[2], c->in[2], c->mode);
+                float *d = xb + (r * g.iw_pad + jw) * c->C;
+                if (iw < 0) memset(d, 0, sizeof(float) * (size_t)c->C);
+                else memcpy(d, xs + (r * c->in[2] + iw) * c->C, sizeof(float) * (size_t)c->C);
+            }
+        x = xb;
+    } else if (dir != NCONV_DIR_BWD_D) {
+        x = nconv__nxc_input(e->x, xb);
+    }
     const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
@@ -531,7 +573,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
         for (int64_t gi = 0; gi < c->G; gi++) {
             job *j = &jobs[gi];
             memset(j, 0, sizeof *j);
-            j->g = gi, j->rows = c->N * g.OS, j->ks = g.KS;
+            j->g = gi, j->rows = c->N * g.OS, j->ks = g.ks_rows;
             j->w = packed + gi * g.panels * g.KS * g.kc * NR;
         }
         njobs = c->G;
