@@ -527,20 +527,23 @@ static nconv_status igemm_run(const nconv_exec *e) {
         const int64_t tiles = div_up(g.bw_swap ? g.Cg : g.Og, MR);
         bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * g.KS * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(threads, bw_task, &bc);
-        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]) */
+        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]); tap offsets as in wload. */
         const nconv_view *wv = e->w;
+        int64_t *toff = (int64_t *)wf;
+        for (int64_t t = 0; t < g.KS; t++)
+            toff[t] = (t / (c->k[1] * c->k[2])) * wv->stride[2] + ((t / c->k[2]) % c->k[1]) * wv->stride[3] +
+                      (t % c->k[2]) * wv->stride[4];
         for (int64_t gi = 0; gi < c->G; gi++)
-            for (int64_t o = 0; o < g.Og; o++)
-                for (int64_t ci = 0; ci < g.Cg; ci++)
-                    for (int64_t t = 0; t < g.KS; t++) {
-                        const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-                        const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + k0 * wv->stride[2] +
-                                            k1 * wv->stride[3] + k2 * wv->stride[4];
-                        const float v = g.bw_swap ? packed[((gi * g.KS + t) * g.Cg + ci) * g.Og + o]
-                                                  : packed[((gi * g.KS + t) * g.Og + o) * g.Cg + ci];
+            for (int64_t t = 0; t < g.KS; t++) {
+                const float *acc = packed + (gi * g.KS + t) * g.Og * g.Cg;
+                for (int64_t o = 0; o < g.Og; o++)
+                    for (int64_t ci = 0; ci < g.Cg; ci++) {
+                        const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + toff[t];
+                        const float v = g.bw_swap ? acc[ci * g.Og + o] : acc[o * g.Cg + ci];
                         if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
                         else nconv__store1(wv->data, wv->dt, off, v);
                     }
+            }
         return NCONV_OK;
     }
 
