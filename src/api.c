@@ -223,6 +223,12 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
         (st = check_tensor("db", db, p->out_channels, 0)) || (st = check_tensor("dz", dz, ny, 0)))
         return st;
     if (!any) return NCONV_OK;
+    /* A forced algorithm must serve every direction before dx is written. */
+    const nconv_algo *forced = nconv__ctx_forced(ctx);
+    const nconv_direction dx_dir = p->transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
+    const char *why = "";
+    if (forced && ((dx && !forced->applies(&o.c, dx_dir, &why)) || (dw && !forced->applies(&o.c, NCONV_DIR_BWD_W, &why))))
+        return nconv__error(NCONV_UNSUPPORTED, "nconv: algorithm = '%s' does not apply: %s", forced->name, why);
 
     nconv_arena arena;
     void *owned;

@@ -28,7 +28,7 @@
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { A_BLOCK_BYTES = 64 << 10 }; /* A rows of a row block, kept in L2 across column panels */
-enum { K_BLOCK = 256 };             /* reduction block (taps x channels): a 16 KiB panel of w stays in L1 */
+enum { K_BLOCK = 2048 };            /* reduction block (taps x channels): a 128 KiB panel of w stays in L2 */
 enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
 enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
 
