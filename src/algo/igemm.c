@@ -117,7 +117,7 @@ typedef struct job {
     int64_t ntap[3];      /* bwd_d: taps per dim in the class */
     int64_t start[3];     /* bwd_d: first input coordinate of the class per dim */
     int64_t cnt[3];       /* bwd_d: input coordinates of the class per dim */
-    const float *w;       /* packed [panels][ks][kc][NR] */
+    const float *w;       /* packed [panel][channel block][tap][channel][NR] */
     int64_t blocks;
 } job;
 
