@@ -262,6 +262,24 @@ NCONV_API nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p
                             const nconv_tensor *db, const nconv_tensor *dz,
                             void *workspace, size_t workspace_size);
 
+/**
+ * Double backward (PyTorch's _convolution_double_backward), for a problem
+ * without epilogue. Given ggx [like x], ggw [like w] and ggb [out_channels]
+ * (each optional: NULL counts as zeros), the gradients of a scalar
+ *   L = <dx, ggx> + <dw, ggw> + <db, ggb>
+ * where (dx, dw, db) = nconv_backward(x, w, dy), computes (each output optional)
+ *   ggy = dL/d(dy) = conv(ggx, w) + conv(x, ggw) + ggb   [like y]
+ *   gx  = dL/dx    = backward-data of (dy, ggw)          [like x]
+ *   gw  = dL/dw    = backward-weights of (ggx, dy)       [like w]
+ * (for a transposed problem, conv is the transposed convolution). An output
+ * that no given gg* reaches is set to zeros. Temporaries are allocated
+ * internally (at most one tensor the size of y).
+ */
+NCONV_API nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
+                                             const nconv_tensor *w, const nconv_tensor *dy, const nconv_tensor *ggx,
+                                             const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
+                                             const nconv_tensor *gx, const nconv_tensor *gw);
+
 #ifdef __cplusplus
 }
 #endif

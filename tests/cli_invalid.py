@@ -86,7 +86,9 @@ def main():
             ("flag twice", base + ["--stride", "1", "--stride", "2"], "twice"),
             ("flag without value", base + ["--stride"], "--stride"),
             ("batching flag (not yet)", base + ["--x-bdim", "0"], "--x-bdim"),
-            ("double backward flag (not yet)", base + ["--ggx", x], "--ggx"),
+            ("double backward without --dy", base + ["--ggx", x], "--ggx"),
+            ("double backward with --relu", base + ["--ggx", x, "--dy", arr("dy.npy", (2, 6, 6, 6)), "--relu"], "--relu"),
+            ("ggw shape", base + ["--ggw", x, "--dy", arr("dy2.npy", (2, 6, 6, 6))], "--ggw"),
         ]
         for case in cases:
             label, args, needle = case[0], case[1], case[2]

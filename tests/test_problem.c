@@ -188,6 +188,16 @@ static void test_api_misuse(void) {
     CHECK(nconv_backward(NULL, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0) == NCONV_OK,
           "an empty output mask is a no-op");
 
+    /* Double backward: operands a requested gradient needs. */
+    CHECK_ERROR(nconv_double_backward(NULL, &p, NULL, &tw, &tdy, NULL, &tw, NULL, &ty, NULL, NULL), NCONV_INVALID_ARGUMENT,
+                "x is NULL but required");
+    CHECK_ERROR(nconv_double_backward(NULL, &p, &tx, &tw, NULL, &tx, NULL, NULL, NULL, NULL, &tw), NCONV_INVALID_ARGUMENT,
+                "dy is NULL but required");
+    for (int i = 0; i < 54; i++) dw[i] = 5.0f;
+    CHECK(nconv_double_backward(NULL, &p, &tx, &tw, &tdy, NULL, NULL, &tdb, NULL, NULL, &tdw) == NCONV_OK && dw[0] == 0.0f &&
+              dw[53] == 0.0f,
+          "gw with no ggx is zeros: %s", nconv_last_error());
+
     /* Context. */
     nconv_context *ctx = NULL;
     CHECK(nconv_context_create(&ctx) == NCONV_OK, "create");

@@ -77,11 +77,25 @@ def torch_reference(case, arrays):
         y = torch.relu(y)
     out = {"y": y}
     if "dy" in arrays:
-        dy = round_to(arrays["dy"], dt)
+        dy = round_to(arrays["dy"], dt).requires_grad_(True)
         leaves = [("dx", x), ("dw", w)] + ([("db", b)] if b is not None else []) + ([("dz", z)] if z is not None else [])
-        grads = torch.autograd.grad((y * dy).sum(), [t for _, t in leaves], allow_unused=True)
+        double = any(k in arrays for k in ("ggx", "ggw", "ggb"))
+        grads = torch.autograd.grad((y * dy).sum(), [t for _, t in leaves], allow_unused=True, create_graph=double)
         for (name, t), gr in zip(leaves, grads):
             out[name] = gr if gr is not None else torch.zeros_like(t)
+        if double:
+            # L = <dx, ggx> + <dw, ggw> + <db, ggb>; its gradients w.r.t. dy, x, w.
+            loss = 0
+            if "ggb" in arrays and "db" not in out:  # db = sum of dy over all but channels, bias or not
+                out["db"] = dy.sum(dim=[d for d in range(dy.dim()) if d != dy.dim() - nd - 1])
+            for name, key in (("dx", "ggx"), ("dw", "ggw"), ("db", "ggb")):
+                if key in arrays:
+                    loss = loss + (out[name] * round_to(arrays[key], dt)).sum()
+            gg = torch.autograd.grad(loss, [dy, x, w], allow_unused=True)
+            for name, t, g in zip(("ggy", "gx", "gw"), (dy, x, w), gg):
+                out[name] = g if g is not None else torch.zeros_like(t)
+            if b is None:
+                out.pop("db", None)
     return {k: v.detach().numpy() for k, v in out.items()}
 
 
@@ -102,7 +116,7 @@ def make_case(rng, nd, **kw):
     case = dict(nd=nd, N=2, C=4, O=6, groups=1, transposed=False, stride=[1] * nd, dilation=[1] * nd,
                 pad_begin=[0] * nd, pad_end=[0] * nd, output_padding=[0] * nd, mode="zeros", bias=True,
                 z=False, alpha=1.0, relu=False, dy=True, dtype="f32", layout="ncx", algo=None, unbatched=False,
-                padding_flag=None, in_size=[7, 6, 5][:nd], kernel=[3, 2, 3][:nd])
+                padding_flag=None, in_size=[7, 6, 5][:nd], kernel=[3, 2, 3][:nd], gg=())
     case.update(kw)
     for key in ("stride", "dilation", "pad_begin", "pad_end", "output_padding", "in_size", "kernel"):
         if isinstance(case[key], int):
@@ -131,6 +145,9 @@ def run_case(nconv, case, rng, tmp):
         arrays["z"] = rng.standard_normal(yshape)
     if case["dy"]:
         arrays["dy"] = rng.standard_normal(yshape)
+    for key, shape in (("ggx", xshape), ("ggw", wshape), ("ggb", [O])):
+        if key in case.get("gg", ()):
+            arrays[key] = rng.standard_normal(shape)
     args = [nconv, "compute", "--out", os.path.join(tmp, "out")]
     for name, a in arrays.items():
         path = os.path.join(tmp, name + ".npy")
@@ -206,6 +223,13 @@ def cases(rng, quick):
         for layout in ("nxc",):
             out.append(make_case(rng, nd, layout=layout, groups=2, stride=2, pad_begin=1, pad_end=1, z=True))
             out.append(make_case(rng, nd, layout=layout, transposed=True, stride=2, output_padding=1))
+    # double backward: each of ggx, ggw, ggb alone and together, plain and transposed
+    for nd in (1, 2, 3):
+        for gg in (("ggx",), ("ggw",), ("ggb",), ("ggx", "ggb"), ("ggw", "ggb"), ("ggx", "ggw", "ggb")):
+            out.append(make_case(rng, nd, gg=gg, groups=2, stride=2, pad_begin=1, pad_end=1, dilation=[1, 2, 1][:nd]))
+            out.append(make_case(rng, nd, gg=gg, transposed=True, stride=2, pad_begin=1, pad_end=1, output_padding=1,
+                                 bias=False))
+        out.append(make_case(rng, nd, gg=("ggx", "ggw"), dtype="f64", force_dtype=True, unbatched=True))
     # dtypes and algorithms over a few feature mixes
     for nd, dtype, algo in itertools.product((1, 2, 3), ("f64", "f16", "bf16", "f32"), (None, "ref", "gemm")):
         if dtype == "f64" and algo == "gemm":
@@ -232,7 +256,7 @@ def main():
             os.makedirs(tmp)
             ok, msg = run_case(nconv, case, rng, tmp)
             label = " ".join("%s=%s" % (k, v) for k, v in sorted(case.items())
-                             if k not in ("nd",) and v not in (None, False))
+                             if k not in ("nd",) and v not in (None, False, ()))
             print("%s %dD %s: %s" % ("ok  " if ok else "FAIL", case["nd"], msg, label))
             passed += ok
             failed += not ok

@@ -98,10 +98,14 @@ int cmd_compute(int argc, char **argv) {
         if (val[a]) return cli_fail("%s: given twice", arg_names[a]);
         val[a] = v;
     }
-    for (int a = A_GGX; a <= A_DY_BDIM; a++)
+    for (int a = A_X_BDIM; a <= A_DY_BDIM; a++)
         if (val[a])
-            return cli_fail("%s = '%s': batched operands and double backward are not supported yet (issue: batching)",
-                            arg_names[a], val[a]);
+            return cli_fail("%s = '%s': batched operands are not supported yet (issue: batching)", arg_names[a], val[a]);
+    const int dbl = val[A_GGX] || val[A_GGW] || val[A_GGB];
+    if (dbl && !val[A_DY]) return cli_fail("%s: double backward needs --dy", arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
+    if (dbl && (relu || val[A_Z]))
+        return cli_fail("%s: double backward is for a convolution without epilogue (no --relu, no --z)",
+                        relu ? "--relu" : "--z");
     if (!val[A_X]) return cli_fail("--x: required");
     if (!val[A_W]) return cli_fail("--w: required");
     if (!val[A_OUT]) return cli_fail("--out: required");
@@ -135,8 +139,9 @@ int cmd_compute(int argc, char **argv) {
     nconv_context *ctx = NULL;
     if (nconv_context_create(&ctx)) return cli_fail("%s", nconv_last_error());
     int rc = EXIT_INVALID;
-    npy_array x = {0}, w = {0}, b = {0}, z = {0}, dy = {0};
+    npy_array x = {0}, w = {0}, b = {0}, z = {0}, dy = {0}, ggx = {0}, ggw = {0}, ggb = {0};
     host_tensor hx = {0}, hw = {0}, hb = {0}, hz = {0}, hy = {0}, hdy = {0}, hdx = {0}, hdw = {0}, hdb = {0}, hdz = {0};
+    host_tensor hggx = {0}, hggw = {0}, hggb = {0}, hggy = {0}, hgx = {0}, hgw = {0};
     char err[1024];
     if (val[A_ALGO] && strcmp(val[A_ALGO], "auto")) {
         if (!strcmp(val[A_ALGO], "benchmark")) nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK);
@@ -147,7 +152,8 @@ int cmd_compute(int argc, char **argv) {
     }
     nconv_context_set_threads(ctx, (int)threads);
 
-    struct { int a; npy_array *arr; } loads[] = {{A_X, &x}, {A_W, &w}, {A_B, &b}, {A_Z, &z}, {A_DY, &dy}};
+    struct { int a; npy_array *arr; } loads[] = {{A_X, &x},     {A_W, &w},     {A_B, &b},     {A_Z, &z},
+                                                 {A_DY, &dy},   {A_GGX, &ggx}, {A_GGW, &ggw}, {A_GGB, &ggb}};
     for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
         if (!val[loads[k].a]) continue;
         if (npy_read(val[loads[k].a], loads[k].arr, err, sizeof err)) {
@@ -295,6 +301,23 @@ int cmd_compute(int argc, char **argv) {
         rc = cli_fail("--b: shape %s, expected (%lld,) (out_channels)", got, (long long)p.out_channels);
         goto done;
     }
+    if (val[A_GGB] && (ggb.ndim != 1 || ggb.shape[0] != p.out_channels)) {
+        shape_str(got, sizeof got, ggb.ndim, ggb.shape);
+        rc = cli_fail("--ggb: shape %s, expected (%lld,) (out_channels)", got, (long long)p.out_channels);
+        goto done;
+    }
+    if (val[A_GGW] && !same_shape(&ggw, r, wsh)) {
+        shape_str(got, sizeof got, ggw.ndim, ggw.shape);
+        shape_str(want, sizeof want, r, wsh);
+        rc = cli_fail("--ggw: shape %s, expected the weight shape %s", got, want);
+        goto done;
+    }
+    if (val[A_GGX] && !same_shape(&ggx, r - drop, xs + drop)) {
+        shape_str(got, sizeof got, ggx.ndim, ggx.shape);
+        shape_str(want, sizeof want, r - drop, xs + drop);
+        rc = cli_fail("--ggx: shape %s, expected the input shape %s", got, want);
+        goto done;
+    }
     struct { int a; npy_array *arr; } ylike[] = {{A_Z, &z}, {A_DY, &dy}};
     for (size_t k = 0; k < 2; k++) {
         if (!val[ylike[k].a]) continue;
@@ -315,6 +338,12 @@ int cmd_compute(int argc, char **argv) {
               to_tensor(NULL, r, wsh, dt, layout, &hdw) ||
               (val[A_B] && to_tensor(NULL, 1, &p.out_channels, dt, layout, &hdb)) ||
               (val[A_Z] && to_tensor(NULL, r, ys, dt, layout, &hdz));
+    if (dbl)
+        oom = oom || (val[A_GGX] && to_tensor(ggx.data, r, xs, dt, layout, &hggx)) ||
+              (val[A_GGW] && to_tensor(ggw.data, r, wsh, dt, layout, &hggw)) ||
+              (val[A_GGB] && to_tensor(ggb.data, 1, &p.out_channels, dt, layout, &hggb)) ||
+              to_tensor(NULL, r, ys, dt, layout, &hggy) || to_tensor(NULL, r, xs, dt, layout, &hgx) ||
+              to_tensor(NULL, r, wsh, dt, layout, &hgw);
     if (oom) {
         fprintf(stderr, "nconv: out of memory\n");
         goto done;
@@ -326,6 +355,12 @@ int cmd_compute(int argc, char **argv) {
     }
     if (val[A_DY] && nconv_backward(ctx, &p, &epi, &hx.t, &hw.t, &hy.t, &hdy.t, &hdx.t, &hdw.t,
                                     val[A_B] ? &hdb.t : NULL, val[A_Z] ? &hdz.t : NULL, NULL, 0)) {
+        fprintf(stderr, "%s\n", nconv_last_error());
+        goto done;
+    }
+    if (dbl && nconv_double_backward(ctx, &p, &hx.t, &hw.t, &hdy.t, val[A_GGX] ? &hggx.t : NULL,
+                                     val[A_GGW] ? &hggw.t : NULL, val[A_GGB] ? &hggb.t : NULL, &hggy.t, &hgx.t,
+                                     &hgw.t)) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
@@ -345,9 +380,15 @@ int cmd_compute(int argc, char **argv) {
         if (!rc && val[A_B]) rc = write_tensor(val[A_OUT], "db.npy", &hdb, 1, &p.out_channels, 0, dt);
         if (!rc && val[A_Z]) rc = write_tensor(val[A_OUT], "dz.npy", &hdz, r, ys, drop, dt);
     }
+    if (!rc && dbl) {
+        rc = write_tensor(val[A_OUT], "ggy.npy", &hggy, r, ys, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "gx.npy", &hgx, r, xs, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "gw.npy", &hgw, r, wsh, 0, dt);
+    }
 done:
     npy_free(&x), npy_free(&w), npy_free(&b), npy_free(&z), npy_free(&dy);
-    host_tensor *all[] = {&hx, &hw, &hb, &hz, &hy, &hdy, &hdx, &hdw, &hdb, &hdz};
+    npy_free(&ggx), npy_free(&ggw), npy_free(&ggb);
+    host_tensor *all[] = {&hx, &hw, &hb, &hz, &hy, &hdy, &hdx, &hdw, &hdb, &hdz, &hggx, &hggw, &hggb, &hggy, &hgx, &hgw};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]->buf);
     nconv_context_destroy(ctx);
     return rc;
