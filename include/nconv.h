@@ -263,6 +263,30 @@ NCONV_API nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p
                             void *workspace, size_t workspace_size);
 
 /**
+ * Batched operands (functorch's vmap over one extra dim of size B): B
+ * independent problems whose operands are each either batched (their own
+ * slice per b, `stride` elements apart) or shared (batch stride 0). Outputs
+ * always carry B. Shapes of one slice are those of the unbatched call.
+ */
+typedef struct nconv_batch {
+    int64_t size;                    /* B >= 1 */
+    int64_t x, w, bias, z, y, dy;    /* batch strides of the operands, in elements (0: shared) */
+    int64_t dx, dw, db, dz;          /* batch strides of the backward outputs (must be non-zero) */
+} nconv_batch;
+
+/** nconv_forward for each b < B: y[b] = act(conv(x[b], w[b]) + bias[b] + alpha * z[b]). */
+NCONV_API nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                             const nconv_batch *batch, const nconv_tensor *x, const nconv_tensor *w,
+                                             const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *y);
+
+/** nconv_backward for each b < B; per-sample weight gradients are the case
+ *  "x and dy batched, w shared": dw[b] and db[b] are per b. */
+NCONV_API nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                              const nconv_batch *batch, const nconv_tensor *x, const nconv_tensor *w,
+                                              const nconv_tensor *y, const nconv_tensor *dy, const nconv_tensor *dx,
+                                              const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz);
+
+/**
  * Double backward (PyTorch's _convolution_double_backward), for a problem
  * without epilogue. Given ggx [like x], ggw [like w] and ggb [out_channels]
  * (each optional: NULL counts as zeros), the gradients of a scalar

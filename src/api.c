@@ -19,32 +19,15 @@
 
 #define INVALID(...) nconv__error(NCONV_INVALID_ARGUMENT, "nconv: " __VA_ARGS__)
 
-/* A rank-5 core view of a user tensor of logical shape [a, b, sp...]. */
 static void make_view(const nconv_problem *p, const nconv_tensor *t, int64_t a, int64_t b, const int64_t *sp,
                       nconv_view *v) {
-    memset(v, 0, sizeof *v);
-    v->data = t->data;
-    v->dt = p->dtype;
-    v->rank = 5;
-    v->shape[0] = a;
-    v->shape[1] = b;
-    v->stride[0] = t->stride[0];
-    v->stride[1] = t->stride[1];
-    int off = 3 - p->ndims;
-    for (int i = 0; i < 3; i++) v->shape[2 + i] = 1;
-    for (int i = 0; i < p->ndims; i++) {
-        v->shape[2 + off + i] = sp[i];
-        v->stride[2 + off + i] = t->stride[2 + i];
-    }
+    nconv__make_view(p->ndims, p->dtype, t, 0, a, b, sp, v);
 }
 
 static void make_vec_view(const nconv_problem *p, const nconv_tensor *t, int64_t n, nconv_view *v) {
-    memset(v, 0, sizeof *v);
-    v->data = t->data;
-    v->dt = p->dtype;
-    v->rank = 1;
-    v->shape[0] = n;
-    v->stride[0] = t->stride[0];
+    int64_t one[NCONV_MAX_SPATIAL] = {1, 1, 1};
+    nconv__make_view(p->ndims, p->dtype, t, 0, 1, n, one, v);
+    v->rank = 1, v->shape[0] = n, v->stride[0] = t->stride[0];
 }
 
 static nconv_status check_tensor(const char *name, const nconv_tensor *t, int64_t numel, int required) {

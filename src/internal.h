@@ -67,6 +67,10 @@ typedef struct nconv_view {
 } nconv_view;
 
 int64_t nconv__view_numel(const nconv_view *v);
+/* The rank-5 view [a, b, spatial padded to 3 dims] of a user tensor of logical
+ * shape [a, b, sp[0 .. ndims)], starting `offset` elements into its data. */
+void nconv__make_view(int ndims, nconv_dtype dt, const nconv_tensor *t, int64_t offset, int64_t a, int64_t b,
+                      const int64_t *sp, nconv_view *v);
 /* 1 if v is dense in C order (logical order). */
 int nconv__view_is_dense(const nconv_view *v);
 double nconv__load(const void *data, nconv_dtype dt, int64_t off);

@@ -449,3 +449,16 @@ void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         init[i] = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, i * epi->bias->stride[0]) : 0.0f;
 }
+
+void nconv__make_view(int ndims, nconv_dtype dt, const nconv_tensor *t, int64_t offset, int64_t a, int64_t b,
+                      const int64_t *sp, nconv_view *v) {
+    memset(v, 0, sizeof *v);
+    v->data = (char *)t->data + (ptrdiff_t)(offset * (int64_t)nconv_dtype_size(dt));
+    v->dt = dt;
+    v->rank = 5;
+    v->shape[0] = a, v->shape[1] = b;
+    v->stride[0] = t->stride[0], v->stride[1] = t->stride[1];
+    const int off = 3 - ndims;
+    v->shape[2] = v->shape[3] = v->shape[4] = 1;
+    for (int i = 0; i < ndims; i++) v->shape[2 + off + i] = sp[i], v->stride[2 + off + i] = t->stride[2 + i];
+}

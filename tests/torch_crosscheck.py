@@ -172,10 +172,30 @@ def run_case(nconv, case, rng, tmp):
     args += ["--layout", case["layout"]]
     if case["algo"]:
         args += ["--algo", case["algo"]]
+    bdims = case.get("bdims", {})
+    if bdims:
+        # vmap: operand NAME carries B at position bdims[NAME]; files are written that way.
+        B = case["B"]
+        args = [a for a in args]
+        batched = {}
+        for name, k in bdims.items():
+            batched[name] = rng.standard_normal(list(np.shape(arrays[name]))[:k] + [B] + list(np.shape(arrays[name]))[k:])
+            path = os.path.join(tmp, name + ".npy")
+            np.save(path, np.asarray(round_to(batched[name], case["dtype"]).numpy(), dtype=np_dt))
+            args += ["--%s-bdim" % name, str(k)]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         return False, "exit %d: %s" % (r.returncode, r.stderr.strip())
-    ref = torch_reference(case, arrays)
+    if bdims:
+        per_b = []
+        for b in range(case["B"]):
+            sl = dict(arrays)
+            for name, k in bdims.items():
+                sl[name] = np.take(batched[name], b, axis=k)
+            per_b.append(torch_reference(case, sl))
+        ref = {name: np.stack([o[name] for o in per_b]) for name in per_b[0]}
+    else:
+        ref = torch_reference(case, arrays)
     worst = 0.0
     for name, want in ref.items():
         path = os.path.join(tmp, "out", name + ".npy")
@@ -230,6 +250,19 @@ def cases(rng, quick):
             out.append(make_case(rng, nd, gg=gg, transposed=True, stride=2, pad_begin=1, pad_end=1, output_padding=1,
                                  bias=False))
         out.append(make_case(rng, nd, gg=("ggx", "ggw"), dtype="f64", force_dtype=True, unbatched=True))
+    # batched operands (vmap): each operand batched or not, bdim positions other than 0,
+    # groups 1 and > 1, transposed or not, 1-3D; per-sample gradients are x and dy batched
+    combos = [{"x": 0}, {"w": 1}, {"x": 1, "w": 0}, {"x": 0, "dy": 2}, {"b": 0}, {"z": 1, "x": 0},
+              {"x": 2, "w": 2, "b": 0, "dy": 1}, {"dy": 0}]
+    for nd in (1, 2, 3):
+        for i, bd in enumerate(combos):
+            if nd != 2 and i % 2:
+                continue
+            kw = dict(bdims=bd, B=3, groups=1 + (i % 2), stride=[1, 2, 1][:nd], pad_begin=1, pad_end=1,
+                      z="z" in bd, relu=i == 5)
+            out.append(make_case(rng, nd, **kw))
+            out.append(make_case(rng, nd, transposed=True, output_padding=0, **kw))
+        out.append(make_case(rng, nd, bdims={"x": 0, "dy": 0}, B=4, N=1, dy=True))  # per-sample gradients
     # dtypes and algorithms over a few feature mixes
     for nd, dtype, algo in itertools.product((1, 2, 3), ("f64", "f16", "bf16", "f32"), (None, "ref", "gemm")):
         if dtype == "f64" and algo == "gemm":
@@ -256,7 +289,7 @@ def main():
             os.makedirs(tmp)
             ok, msg = run_case(nconv, case, rng, tmp)
             label = " ".join("%s=%s" % (k, v) for k, v in sorted(case.items())
-                             if k not in ("nd",) and v not in (None, False, ()))
+                             if k not in ("nd",) and v not in (None, False, (), {}))
             print("%s %dD %s: %s" % ("ok  " if ok else "FAIL", case["nd"], msg, label))
             passed += ok
             failed += not ok

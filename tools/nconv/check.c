@@ -135,7 +135,7 @@ int cmd_check(int argc, char **argv) {
                     break;
                 }
                 for (int j = 0; j < nout; j++) {
-                    host_tensor ref = {t[j]->t, keep[j]};
+                    host_tensor ref = {t[j]->t, keep[j], 0};
                     ref.t.data = keep[j];
                     double md = 0, mr = 0;
                     compare(t[j], &ref, rank[j], shape[j], cp->p.dtype, &md, &mr);

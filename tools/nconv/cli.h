@@ -101,15 +101,21 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
 int npy_write(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape, char *err,
               size_t errcap);
 void npy_free(npy_array *a);
+/* Moves dim k to the front (C order), reordering the data. */
+int npy_move_axis_front(npy_array *a, int k);
 
 /* A tensor owned by the CLI. */
 typedef struct host_tensor {
     nconv_tensor t;
     void *buf;
+    int64_t batch_stride; /* elements between the slices of a batched tensor */
 } host_tensor;
 
 /* A C-order f64 array (NULL: zeros) into a new buffer of dtype dt in the given layout. */
 int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, host_tensor *h);
+/* The same for `batch` slices of that shape, one after another (src: batch C-order slices). */
+int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *shape, nconv_dtype dt,
+                    nconv_layout layout, host_tensor *h);
 
 /* Random operands and output buffers for one problem, as check and bench use them. */
 typedef struct run_data {

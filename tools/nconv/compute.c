@@ -26,16 +26,18 @@ static const char *const arg_names[A_COUNT] = {
     "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads"};
 
 /* Writes a tensor as .npy in C order: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
-static int write_tensor(const char *dir, const char *name, const host_tensor *h, int rank, const int64_t *shape,
-                        int drop_batch, nconv_dtype dt) {
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= shape[i];
+/* batch > 0: the file gets a leading dim of that size (the tensor's slices). */
+static int write_tensor(const char *dir, const char *name, const host_tensor *h, int64_t batch, int rank,
+                        const int64_t *shape, int drop_batch, nconv_dtype dt) {
+    int64_t slice = 1;
+    for (int i = 0; i < rank; i++) slice *= shape[i];
+    const int64_t numel = slice * (batch > 0 ? batch : 1);
     const char *descr = dt == NCONV_F64 ? "f8" : dt == NCONV_F16 ? "f2" : "f4";
     size_t isz = dt == NCONV_F64 ? 8 : dt == NCONV_F16 ? 2 : 4;
     char *out = malloc(isz * (size_t)(numel ? numel : 1));
     if (!out) return cli_fail("out of memory writing %s", name);
     for (int64_t i = 0; i < numel; i++) {
-        int64_t rem = i, off = 0;
+        int64_t rem = i % slice, off = (i / slice) * h->batch_stride;
         for (int k = rank - 1; k >= 0; k--) {
             off += (rem % shape[k]) * h->t.stride[k];
             rem /= shape[k];
@@ -52,7 +54,11 @@ static int write_tensor(const char *dir, const char *name, const host_tensor *h,
     }
     char path[4096], err[4300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int r = npy_write(path, out, descr, rank - drop_batch, shape + drop_batch, err, sizeof err);
+    int64_t fshape[NCONV_MAX_DIMS + 1];
+    int frank = 0;
+    if (batch > 0) fshape[frank++] = batch;
+    for (int i = drop_batch; i < rank; i++) fshape[frank++] = shape[i];
+    int r = npy_write(path, out, descr, frank, fshape, err, sizeof err);
     free(out);
     if (r) {
         fprintf(stderr, "nconv: %s\n", err);
@@ -98,10 +104,22 @@ int cmd_compute(int argc, char **argv) {
         if (val[a]) return cli_fail("%s: given twice", arg_names[a]);
         val[a] = v;
     }
-    for (int a = A_X_BDIM; a <= A_DY_BDIM; a++)
-        if (val[a])
-            return cli_fail("%s = '%s': batched operands are not supported yet (issue: batching)", arg_names[a], val[a]);
+    /* --NAME-bdim K: that operand carries the vmap dimension at position K. */
+    int64_t bdim[A_COUNT];
+    int batched = 0;
+    for (int a = 0; a < A_COUNT; a++) bdim[a] = -1;
+    static const int bdim_of[5][2] = {{A_X_BDIM, A_X}, {A_W_BDIM, A_W}, {A_B_BDIM, A_B}, {A_Z_BDIM, A_Z}, {A_DY_BDIM, A_DY}};
+    for (int k = 0; k < 5; k++) {
+        const int f = bdim_of[k][0];
+        if (!val[f]) continue;
+        if (parse_i64(val[f], &bdim[bdim_of[k][1]]) || bdim[bdim_of[k][1]] < 0)
+            return cli_fail("%s = '%s': expected a dimension index >= 0", arg_names[f], val[f]);
+        if (!val[bdim_of[k][1]]) return cli_fail("%s: needs %s", arg_names[f], arg_names[bdim_of[k][1]]);
+        batched = 1;
+    }
     const int dbl = val[A_GGX] || val[A_GGW] || val[A_GGB];
+    if (dbl && batched) return cli_fail("%s: double backward of batched operands is not supported yet (issue: batching)",
+                                        arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
     if (dbl && !val[A_DY]) return cli_fail("%s: double backward needs --dy", arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
     if (dbl && (relu || val[A_Z]))
         return cli_fail("%s: double backward is for a convolution without epilogue (no --relu, no --z)",
@@ -160,6 +178,36 @@ int cmd_compute(int argc, char **argv) {
             rc = cli_fail("%s: %s", arg_names[loads[k].a], err);
             goto done;
         }
+    }
+    /* Batched operands: move the vmap dim to the front; the arrays then describe one slice. */
+    int64_t B = 0;
+    for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
+        const int a = loads[k].a;
+        if (!val[a] || bdim[a] < 0) continue;
+        npy_array *arr = loads[k].arr;
+        const int bf = a == A_X ? A_X_BDIM : a == A_W ? A_W_BDIM : a == A_B ? A_B_BDIM : a == A_Z ? A_Z_BDIM : A_DY_BDIM;
+        if (bdim[a] >= arr->ndim) {
+            rc = cli_fail("%s = %lld: %s has only %d dims", arg_names[bf], (long long)bdim[a], arg_names[a], arr->ndim);
+            goto done;
+        }
+        const int64_t size = arr->shape[bdim[a]];
+        if (B && size != B) {
+            rc = cli_fail("%s = %lld: batch size %lld differs from another batched operand's %lld", arg_names[bf],
+                          (long long)bdim[a], (long long)size, (long long)B);
+            goto done;
+        }
+        B = size;
+        if (npy_move_axis_front(arr, (int)bdim[a])) {
+            rc = cli_fail("%s: out of memory", arg_names[a]);
+            goto done;
+        }
+        arr->ndim--;
+        memmove(arr->shape, arr->shape + 1, sizeof(int64_t) * (size_t)arr->ndim);
+        arr->numel = B ? arr->numel / B : 0;
+    }
+    if (batched && B < 1) {
+        rc = cli_fail("batch size 0: the batched dimension is empty");
+        goto done;
     }
     if (w.ndim < 3 || w.ndim > 5) {
         rc = cli_fail("--w: expected 3, 4 or 5 dims (O, C/groups, kernel...), got %d", w.ndim);
@@ -330,14 +378,19 @@ int cmd_compute(int argc, char **argv) {
     }
 
     rc = EXIT_CHECK_FAILED;
-    int oom = to_tensor(x.data, r, xs, dt, layout, &hx) || to_tensor(w.data, r, wsh, dt, layout, &hw) ||
-              to_tensor(NULL, r, ys, dt, layout, &hy) || (val[A_B] && to_tensor(b.data, 1, &p.out_channels, dt, layout, &hb)) ||
-              (val[A_Z] && to_tensor(z.data, r, ys, dt, layout, &hz));
+    /* Inputs: their slices (one when shared); outputs: one slice per b. */
+#define NB(a) (bdim[a] >= 0 ? B : 1)
+    const int64_t OB = batched ? B : 1;
+    int oom = to_tensor_batch(x.data, NB(A_X), r, xs, dt, layout, &hx) ||
+              to_tensor_batch(w.data, NB(A_W), r, wsh, dt, layout, &hw) || to_tensor_batch(NULL, OB, r, ys, dt, layout, &hy) ||
+              (val[A_B] && to_tensor_batch(b.data, NB(A_B), 1, &p.out_channels, dt, layout, &hb)) ||
+              (val[A_Z] && to_tensor_batch(z.data, NB(A_Z), r, ys, dt, layout, &hz));
     if (val[A_DY])
-        oom = oom || to_tensor(dy.data, r, ys, dt, layout, &hdy) || to_tensor(NULL, r, xs, dt, layout, &hdx) ||
-              to_tensor(NULL, r, wsh, dt, layout, &hdw) ||
-              (val[A_B] && to_tensor(NULL, 1, &p.out_channels, dt, layout, &hdb)) ||
-              (val[A_Z] && to_tensor(NULL, r, ys, dt, layout, &hdz));
+        oom = oom || to_tensor_batch(dy.data, NB(A_DY), r, ys, dt, layout, &hdy) ||
+              to_tensor_batch(NULL, OB, r, xs, dt, layout, &hdx) || to_tensor_batch(NULL, OB, r, wsh, dt, layout, &hdw) ||
+              (val[A_B] && to_tensor_batch(NULL, OB, 1, &p.out_channels, dt, layout, &hdb)) ||
+              (val[A_Z] && to_tensor_batch(NULL, OB, r, ys, dt, layout, &hdz));
+#undef NB
     if (dbl)
         oom = oom || (val[A_GGX] && to_tensor(ggx.data, r, xs, dt, layout, &hggx)) ||
               (val[A_GGW] && to_tensor(ggw.data, r, wsh, dt, layout, &hggw)) ||
@@ -349,12 +402,21 @@ int cmd_compute(int argc, char **argv) {
         goto done;
     }
     nconv_epilogue epi = {relu ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, val[A_Z] ? alpha : 1.0};
-    if (nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, val[A_B] ? &hb.t : NULL, val[A_Z] ? &hz.t : NULL, &hy.t, NULL, 0)) {
+    /* Batch strides: a slice apart for batched operands, 0 for shared ones. */
+#define BS(a, h) (bdim[a] >= 0 ? (h).batch_stride : 0)
+    const nconv_batch bt = {B, BS(A_X, hx), BS(A_W, hw), BS(A_B, hb), BS(A_Z, hz), hy.batch_stride, BS(A_DY, hdy),
+                            hdx.batch_stride, hdw.batch_stride, hdb.batch_stride, hdz.batch_stride};
+#undef BS
+    const nconv_tensor *tb = val[A_B] ? &hb.t : NULL, *tz = val[A_Z] ? &hz.t : NULL;
+    if (batched ? nconv_forward_batched(ctx, &p, &epi, &bt, &hx.t, &hw.t, tb, tz, &hy.t)
+                : nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, tb, tz, &hy.t, NULL, 0)) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
-    if (val[A_DY] && nconv_backward(ctx, &p, &epi, &hx.t, &hw.t, &hy.t, &hdy.t, &hdx.t, &hdw.t,
-                                    val[A_B] ? &hdb.t : NULL, val[A_Z] ? &hdz.t : NULL, NULL, 0)) {
+    const nconv_tensor *tdb = val[A_B] ? &hdb.t : NULL, *tdz = val[A_Z] ? &hdz.t : NULL;
+    if (val[A_DY] &&
+        (batched ? nconv_backward_batched(ctx, &p, &epi, &bt, &hx.t, &hw.t, &hy.t, &hdy.t, &hdx.t, &hdw.t, tdb, tdz)
+                 : nconv_backward(ctx, &p, &epi, &hx.t, &hw.t, &hy.t, &hdy.t, &hdx.t, &hdw.t, tdb, tdz, NULL, 0))) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
@@ -373,17 +435,17 @@ int cmd_compute(int argc, char **argv) {
         rc = cli_fail("--out = '%s': not a directory", val[A_OUT]);
         goto done;
     }
-    rc = write_tensor(val[A_OUT], "y.npy", &hy, r, ys, drop, dt);
+    rc = write_tensor(val[A_OUT], "y.npy", &hy, B, r, ys, drop, dt);
     if (!rc && val[A_DY]) {
-        rc = write_tensor(val[A_OUT], "dx.npy", &hdx, r, xs, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "dw.npy", &hdw, r, wsh, 0, dt);
-        if (!rc && val[A_B]) rc = write_tensor(val[A_OUT], "db.npy", &hdb, 1, &p.out_channels, 0, dt);
-        if (!rc && val[A_Z]) rc = write_tensor(val[A_OUT], "dz.npy", &hdz, r, ys, drop, dt);
+        rc = write_tensor(val[A_OUT], "dx.npy", &hdx, B, r, xs, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "dw.npy", &hdw, B, r, wsh, 0, dt);
+        if (!rc && val[A_B]) rc = write_tensor(val[A_OUT], "db.npy", &hdb, B, 1, &p.out_channels, 0, dt);
+        if (!rc && val[A_Z]) rc = write_tensor(val[A_OUT], "dz.npy", &hdz, B, r, ys, drop, dt);
     }
     if (!rc && dbl) {
-        rc = write_tensor(val[A_OUT], "ggy.npy", &hggy, r, ys, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "gx.npy", &hgx, r, xs, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "gw.npy", &hgw, r, wsh, 0, dt);
+        rc = write_tensor(val[A_OUT], "ggy.npy", &hggy, 0, r, ys, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "gx.npy", &hgx, 0, r, xs, drop, dt);
+        if (!rc) rc = write_tensor(val[A_OUT], "gw.npy", &hgw, 0, r, wsh, 0, dt);
     }
 done:
     npy_free(&x), npy_free(&w), npy_free(&b), npy_free(&z), npy_free(&dy);

@@ -205,3 +205,20 @@ void npy_free(npy_array *a) {
     free(a->data);
     a->data = NULL;
 }
+
+int npy_move_axis_front(npy_array *a, int k) {
+    if (k == 0) return 0;
+    /* [outer][K][inner] -> [K][outer][inner] */
+    int64_t outer = 1, inner = 1, K = a->shape[k];
+    for (int i = 0; i < k; i++) outer *= a->shape[i];
+    for (int i = k + 1; i < a->ndim; i++) inner *= a->shape[i];
+    double *d = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
+    if (!d) return -1;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < K; j++) memcpy(d + (j * outer + o) * inner, a->data + (o * K + j) * inner, sizeof(double) * (size_t)inner);
+    free(a->data);
+    a->data = d;
+    for (int i = k; i > 0; i--) a->shape[i] = a->shape[i - 1];
+    a->shape[0] = K;
+    return 0;
+}

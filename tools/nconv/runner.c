@@ -7,19 +7,27 @@
 #include "../../src/internal.h" /* element conversions */
 
 int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, host_tensor *h) {
+    return to_tensor_batch(src, 1, rank, shape, dt, layout, h);
+}
+
+int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *shape, nconv_dtype dt,
+                    nconv_layout layout, host_tensor *h) {
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= shape[i];
-    h->buf = malloc(nconv_dtype_size(dt) * (size_t)(numel ? numel : 1));
+    const int64_t total = batch * numel;
+    h->buf = malloc(nconv_dtype_size(dt) * (size_t)(total > 0 ? total : 1));
     if (!h->buf) return -1;
     nconv_tensor_init(&h->t, h->buf, rank, shape, layout);
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t rem = i, off = 0;
-        for (int k = rank - 1; k >= 0; k--) {
-            off += (rem % shape[k]) * h->t.stride[k];
-            rem /= shape[k];
+    h->batch_stride = numel;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < numel; i++) {
+            int64_t rem = i, off = b * numel;
+            for (int k = rank - 1; k >= 0; k--) {
+                off += (rem % shape[k]) * h->t.stride[k];
+                rem /= shape[k];
+            }
+            nconv__store1(h->buf, dt, off, src ? src[b * numel + i] : 0.0);
         }
-        nconv__store1(h->buf, dt, off, src ? src[i] : 0.0);
-    }
     return 0;
 }
 
