@@ -41,6 +41,14 @@ def main():
         else:
             ok = ok and row["onednn_ms"] == "" and row["ratio"] == ""
         check(ok, "row %s %s %s: %s" % (row["name"], row["dir"], row["layout"], ",".join(row.values())))
+    r = subprocess.run([nconv, "bench", "--per-sample", "--csv", "--threads", "1", 'mb3ic4ih6oc8oh6kh3ph1n"ps"',
+                        'mb3ic4iw9oc8ow9kw3pw1n"ps1d"', 'mb2ic2id4ih4iw4oc4od4oh4ow4kd3kh3kw3pd1ph1pw1n"3d"'],
+                       capture_output=True, text=True)
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    check(r.returncode == 0 and r.stdout.startswith(
+        "name,desc,samples,threads,per_sample_ms,whole_batch_bwd_w_ms,ratio_to_whole"), "per-sample CSV header")
+    check([x["name"] for x in rows] == ["ps", "ps1d"] and all(float(x["per_sample_ms"]) > 0 for x in rows),
+          "per-sample rows for the 1D and 2D problems only")
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

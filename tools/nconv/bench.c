@@ -50,10 +50,101 @@ typedef struct totals {
     int n_ratio;
 } totals;
 
+/* Median time of fn over runs lasting MIN_RUNS and MIN_SECONDS (one warm-up first). */
+typedef nconv_status (*timed_fn)(void *arg);
+
+static double time_ms(timed_fn fn, void *arg, nconv_status *st) {
+    double times[MAX_RUNS], spent = 0;
+    int n = 0;
+    if ((*st = fn(arg))) return 0;
+    while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
+        double t0 = now_seconds();
+        fn(arg);
+        times[n] = now_seconds() - t0;
+        spent += times[n++];
+    }
+    return 1e3 * median(times, n);
+}
+
+/* Per-sample weight and bias gradients of a minibatch: B = the problem's
+ * batch samples of batch 1 each, x and dy batched, w shared. */
+typedef struct per_sample {
+    nconv_context *ctx;
+    nconv_problem one;
+    nconv_batch bt;
+    host_tensor x, dy, dw, db;
+} per_sample;
+
+static nconv_status run_per_sample(void *arg) {
+    per_sample *ps = arg;
+    return nconv_backward_batched(ps->ctx, &ps->one, NULL, &ps->bt, &ps->x.t, NULL, NULL, &ps->dy.t, NULL, &ps->dw.t,
+                                  &ps->db.t, NULL);
+}
+
+/* The ordinary whole-batch backward-weights of the same problem, for scale. */
+typedef struct whole_batch {
+    nconv_context *ctx;
+    run_data *d;
+} whole_batch;
+
+static nconv_status run_whole_bwd_w(void *arg) {
+    whole_batch *wb = arg;
+    return run_dir(wb->ctx, wb->d, 2);
+}
+
+static int bench_per_sample(nconv_context *ctx, const problem_list *l, nconv_layout layout, int threads, int csv) {
+    if (csv) printf("name,desc,samples,threads,per_sample_ms,whole_batch_bwd_w_ms,ratio_to_whole\n");
+    else printf("%-26s %7s %14s %18s %8s\n", "name", "samples", "per_sample_ms", "whole_bwd_w_ms", "ratio");
+    int failures = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        const cli_problem *cp = &l->items[k];
+        if (cp->p.ndims > 2) continue; /* the 1D and 2D problems */
+        per_sample ps;
+        memset(&ps, 0, sizeof ps);
+        ps.ctx = ctx;
+        ps.one = cp->p;
+        ps.one.batch = 1;
+        const int64_t B = cp->p.batch;
+        int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS], oc = cp->p.out_channels;
+        char desc[512] = "";
+        nconv_problem_to_desc(&cp->p, desc, sizeof desc);
+        const int r = cp->p.ndims + 2;
+        if (B < 1 || nconv_problem_shapes(&ps.one, xs, ws, ys) || to_tensor_batch(NULL, B, r, xs, NCONV_F32, layout, &ps.x) ||
+            to_tensor_batch(NULL, B, r, ys, NCONV_F32, layout, &ps.dy) || to_tensor_batch(NULL, B, r, ws, NCONV_F32, layout, &ps.dw) ||
+            to_tensor_batch(NULL, B, 1, &oc, NCONV_F32, layout, &ps.db)) {
+            fprintf(stderr, "nconv: %s: cannot set up the per-sample problem\n", desc);
+            failures++;
+            continue;
+        }
+        ps.bt = (nconv_batch){B, ps.x.batch_stride, 0, 0, 0, 0, ps.dy.batch_stride, 0, ps.dw.batch_stride, ps.db.batch_stride, 0};
+        nconv_status st;
+        const double ms = time_ms(run_per_sample, &ps, &st);
+        run_data d;
+        double whole = 0;
+        if (!st && !run_data_init(&d, &cp->p, layout, 11)) {
+            whole_batch wb = {ctx, &d};
+            whole = time_ms(run_whole_bwd_w, &wb, &st);
+            run_data_free(&d);
+        }
+        if (st) {
+            fprintf(stderr, "nconv: %s: %s\n", desc, nconv_last_error());
+            failures++;
+        } else if (csv) {
+            printf("%s,%s,%lld,%d,%.4f,%.4f,%.3f\n", cp->name, desc, (long long)B, threads, ms, whole, ms / whole);
+        } else {
+            printf("%-26s %7lld %14.3f %18.3f %8.2f\n", cp->name, (long long)B, ms, whole, ms / whole);
+        }
+        fflush(stdout);
+        host_tensor *all[] = {&ps.x, &ps.dy, &ps.dw, &ps.db};
+        for (int i = 0; i < 4; i++) free(all[i]->buf);
+    }
+    return failures ? EXIT_CHECK_FAILED : 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
     problem_list l = {0};
-    int csv = 0, peer = 1;
+    int csv = 0, peer = 1, per_sample = 0;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
     for (int i = 0; i < argc; i++) {
@@ -63,6 +154,10 @@ int cmd_bench(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--no-onednn")) {
             peer = 0;
+            continue;
+        }
+        if (!strcmp(argv[i], "--per-sample")) {
+            per_sample = 1;
             continue;
         }
         int r = suite_option(argc, argv, &i, &o, &l);
@@ -89,6 +184,12 @@ int cmd_bench(int argc, char **argv) {
             list_free(&l);
             return rc;
         }
+    }
+    if (per_sample) {
+        const int rc = bench_per_sample(ctx, &l, o.layout, o.threads, csv);
+        nconv_context_destroy(ctx);
+        list_free(&l);
+        return rc;
     }
     const double peak = fma_peak_gflops(o.threads);
     nconv_layout layouts[2] = {NCONV_LAYOUT_NCX, NCONV_LAYOUT_NXC};
