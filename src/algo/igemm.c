@@ -63,7 +63,7 @@ typedef struct geo {
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
     int bw_swap;       /* bwd_w: tile rows are input channels (thin Cg), else output channels */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
-    int wfold;         /* fwd: (kw, c) read as one run of a W-padded input copy (thin channels) */
+    int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
     int64_t iw_pad;    /* width of the W-padded copy */
 } geo;
@@ -78,9 +78,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     /* Thin input channels: a tap reads only Cg floats, too short a run for
      * the kernel. Along W consecutive taps are adjacent in memory, so with a
      * zero-padded copy of the input each (kd, kh) tap is one run of KW * C. */
-    g->wfold = dir == NCONV_DIR_FWD && c->G == 1 && c->C <= 8 && c->k[2] > 1 && c->d[2] == 1;
+    g->wfold = dir != NCONV_DIR_BWD_D && g->Cg <= 8 && c->k[2] > 1 && c->d[2] == 1;
     g->iw_pad = (c->out[2] - 1) * c->s[2] + c->k[2];
-    if (g->wfold) g->kc = c->k[2] * c->C, g->ks_rows = c->k[0] * c->k[1];
+    if (g->wfold) g->ks_rows = c->k[0] * c->k[1];
+    if (g->wfold && dir == NCONV_DIR_FWD) g->kc = c->k[2] * g->Cg;
     g->panels = div_up(g->rows_cols, NR);
     g->kchunk = g->kc;
     if (g->ks_rows * g->kc > K_BLOCK) {
@@ -105,7 +106,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
      * columns when that wastes fewer lanes (input layers with 1-4 channels). */
     const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)g->Cg / (double)(NR * div_up(g->Cg, NR));
     const double eff_c = (double)g->Cg / (double)(MR * div_up(g->Cg, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
-    g->bw_swap = eff_c > eff_o;
+    g->bw_swap = eff_c > eff_o && !g->wfold; /* the W fold already widens the columns to KW * Cg */
 }
 
 /* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
@@ -139,13 +140,13 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->scratch = sizeof(float) * (size_t)(div_up(g.Og, MR) * MR * g.bw_kc) +
                      (2 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc;
     } else {
-        s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.KS * g.kc * NR);
+        s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
         s->jobs = sizeof(job) * (size_t)(dir == NCONV_DIR_FWD ? c->G : c->G * c->s[0] * c->s[1] * c->s[2]);
         s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1)) +
                      (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
     }
-    s->zero = sizeof(float) * (size_t)(g.kc + g.Cg + NR);
+    s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
            nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) +
            (size_t)threads * nconv__ws_round(s->scratch);
@@ -198,17 +199,17 @@ static void pixel_next(const nconv_core *c, pixel *px) {
 /* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j. */
 static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float **a, float **crow) {
     const nconv_core *c = rc->c;
-    if (rc->g.wfold) { /* one run of KW * C floats per (kd, kh) in the W-padded copy */
-        const float *base = rc->src + (px->n * c->in[0] * c->in[1] * rc->g.iw_pad + px->o[2] * c->s[2]) * c->C;
+    if (rc->g.wfold) { /* one run of KW * Cg floats per (kd, kh) in the W-padded copy */
+        const float *base = rc->src + ((j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad + px->o[2] * c->s[2]) * rc->g.Cg;
         int64_t t = 0;
         for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
             const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
             for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
                 const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                a[t * MR] = i0 < 0 || i1 < 0 ? rc->zero : base + (i0 * c->in[1] + i1) * rc->g.iw_pad * c->C;
+                a[t * MR] = i0 < 0 || i1 < 0 ? rc->zero : base + (i0 * c->in[1] + i1) * rc->g.iw_pad * rc->g.Cg;
             }
         }
-        *crow = rc->dst + i * c->O;
+        *crow = rc->dst + i * c->O + j->g * rc->g.Og;
         return;
     }
     const float *base = rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
@@ -411,7 +412,9 @@ static void bw_task(void *arg, int tid, int nthreads) {
     const nconv_core *c = bc->c;
     const geo *g = &bc->g;
     const int swap = g->bw_swap;
-    const int64_t rows_n = swap ? g->Cg : g->Og, cols_n = swap ? g->Og : g->Cg;
+    /* With the W fold a tap is (kd, kh) and the columns are its run of KW * Cg floats. */
+    const int64_t taps = g->wfold ? g->ks_rows : g->KS, width = g->wfold ? c->k[2] * g->Cg : g->Cg;
+    const int64_t rows_n = swap ? g->Cg : g->Og, cols_n = swap ? g->Og : width;
     int64_t u0, u1;
     nconv__split(bc->units, tid, nthreads, &u0, &u1);
     if (u0 >= u1) return;
@@ -440,7 +443,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
         int64_t packed_g = -1;
         /* Units of one (group, tap) share the input rows of the tap: take them as a run. */
         for (int64_t u = u0; u < u1;) {
-            const int64_t gt = u / bc->tiles, gi = gt / g->KS, t = gt % g->KS;
+            const int64_t gt = u / bc->tiles, gi = gt / taps, t = gt % taps;
             const int64_t run_end = (gt + 1) * bc->tiles < u1 ? (gt + 1) * bc->tiles : u1;
             if (!swap && gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
                 for (int64_t o = 0; o < bc->tiles; o++)
@@ -451,14 +454,27 @@ static void bw_task(void *arg, int tid, int nthreads) {
                     }
                 packed_g = gi;
             }
-            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-            const float *xg = bc->x + gi * g->Cg;
-            for (int64_t k = 0; k < kc; k++) {
-                const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
-                const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
-                                                         : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+            if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
+                const int64_t k0 = t / c->k[1], k1 = t % c->k[1];
+                for (int64_t k = 0; k < kc; k++) {
+                    const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                    const int64_t n = pix[k] / (g->IS * c->C);
+                    xrows[k] = (i0 < 0 || i1 < 0)
+                                   ? bc->zero
+                                   : bc->x + ((((gi * c->N + n) * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad +
+                                              pix[3 * KC + k] * c->s[2]) * g->Cg;
+                }
+            } else {
+                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+                const float *xg = bc->x + gi * g->Cg;
+                for (int64_t k = 0; k < kc; k++) {
+                    const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                    const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                    xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
+                                                             : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                }
             }
             if (!swap) {
                 /* Column panels outside: a panel's slab of input rows stays in L1 over the row tiles. */
@@ -507,16 +523,17 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const nconv_kernels *k = nconv__kernels();
 
     const float *x = NULL;
-    if (g.wfold) { /* xb[n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
+    if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
         const int64_t rows = c->N * c->in[0] * c->in[1];
         const float *xs = nconv__nxc_input(e->x, xb + rows * g.iw_pad * c->C);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t jw = 0; jw < g.iw_pad; jw++) {
-                const int64_t iw = nconv__map_index(jw - c->pb[2], c->in[2], c->mode);
-                float *d = xb + (r * g.iw_pad + jw) * c->C;
-                if (iw < 0) memset(d, 0, sizeof(float) * (size_t)c->C);
-                else memcpy(d, xs + (r * c->in[2] + iw) * c->C, sizeof(float) * (size_t)c->C);
-            }
+        for (int64_t gi = 0; gi < c->G; gi++)
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t jw = 0; jw < g.iw_pad; jw++) {
+                    const int64_t iw = nconv__map_index(jw - c->pb[2], c->in[2], c->mode);
+                    float *d = xb + ((gi * rows + r) * g.iw_pad + jw) * g.Cg;
+                    if (iw < 0) memset(d, 0, sizeof(float) * (size_t)g.Cg);
+                    else memcpy(d, xs + (r * c->in[2] + iw) * c->C + gi * g.Cg, sizeof(float) * (size_t)g.Cg);
+                }
         x = xb;
     } else if (dir != NCONV_DIR_BWD_D) {
         x = nconv__nxc_input(e->x, xb);
@@ -525,7 +542,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
 
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t tiles = div_up(g.bw_swap ? g.Cg : g.Og, MR);
-        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * g.KS * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
+        const int64_t taps = g.wfold ? g.ks_rows : g.KS;
+        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(threads, bw_task, &bc);
         /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]); tap offsets as in wload. */
         const nconv_view *wv = e->w;
@@ -533,13 +551,16 @@ static nconv_status igemm_run(const nconv_exec *e) {
         for (int64_t t = 0; t < g.KS; t++)
             toff[t] = (t / (c->k[1] * c->k[2])) * wv->stride[2] + ((t / c->k[2]) % c->k[1]) * wv->stride[3] +
                       (t % c->k[2]) * wv->stride[4];
+        /* With the W fold, acc[g][(kd, kh)][o][(kw, c)]: tap t = (kd, kh) * KW + kw. */
+        const int64_t width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         for (int64_t gi = 0; gi < c->G; gi++)
             for (int64_t t = 0; t < g.KS; t++) {
-                const float *acc = packed + (gi * g.KS + t) * g.Og * g.Cg;
+                const int64_t tr = g.wfold ? t / c->k[2] : t, col0 = g.wfold ? (t % c->k[2]) * g.Cg : 0;
+                const float *acc = packed + (gi * (g.wfold ? g.ks_rows : g.KS) + tr) * g.Og * width;
                 for (int64_t o = 0; o < g.Og; o++)
                     for (int64_t ci = 0; ci < g.Cg; ci++) {
                         const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + toff[t];
-                        const float v = g.bw_swap ? acc[ci * g.Og + o] : acc[o * g.Cg + ci];
+                        const float v = g.bw_swap ? acc[ci * g.Og + o] : acc[o * width + col0 + ci];
                         if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
                         else nconv__store1(wv->data, wv->dt, off, v);
                     }
@@ -577,7 +598,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
             job *j = &jobs[gi];
             memset(j, 0, sizeof *j);
             j->g = gi, j->rows = c->N * g.OS, j->ks = g.ks_rows;
-            j->w = packed + gi * g.panels * g.KS * g.kc * NR;
+            j->w = packed + gi * g.panels * g.ks_rows * g.kc * NR;
         }
         njobs = c->G;
     } else {
