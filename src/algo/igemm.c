@@ -66,6 +66,8 @@ typedef struct geo {
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
     int64_t iw_pad;    /* width of the W-padded copy */
+    int dcols;         /* bwd_d with thin input channels: column GEMM + scatter-add (see bwd_d_cols) */
+    int64_t col_rows;  /* dcols: output pixels per column block */
 } geo;
 
 static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
@@ -82,6 +84,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->iw_pad = (c->out[2] - 1) * c->s[2] + c->k[2];
     if (g->wfold) g->ks_rows = c->k[0] * c->k[1];
     if (g->wfold && dir == NCONV_DIR_FWD) g->kc = c->k[2] * g->Cg;
+    /* bwd_d with few input channels: rows of Cg columns waste most of a tile. */
+    g->dcols = dir == NCONV_DIR_BWD_D && c->G == 1 && g->Cg <= 8 && c->d[2] == 1 && g->KS * g->Cg >= 2 * g->Cg;
+    g->col_rows = (256 << 10) / ((int64_t)sizeof(float) * g->KS * g->Cg);
+    g->col_rows = g->col_rows < MR ? MR : g->col_rows > 4096 ? 4096 : g->col_rows - g->col_rows % MR;
     g->panels = div_up(g->rows_cols, NR);
     g->kchunk = g->kc;
     if (g->ks_rows * g->kc > K_BLOCK) {
@@ -123,15 +129,16 @@ typedef struct job {
 } job;
 
 typedef struct ws_sizes {
-    size_t x, y, w, packed, init, zero, jobs, scratch; /* scratch: per thread */
+    size_t x, y, w, packed, init, zero, jobs, cols, scratch; /* scratch: per thread */
 } ws_sizes;
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
     geo g;
     geometry(c, dir, &g);
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
-    if (g.wfold) /* the W-padded copy, then room to gather x into NHWC first */
+    if (g.wfold || g.dcols) /* the W-padded copy, then the NHWC input (or dx) */
         s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C);
+    s->cols = 0;
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
@@ -146,9 +153,14 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1)) +
                      (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
     }
+    if (g.dcols) { /* column blocks, and weights packed for them */
+        s->cols = sizeof(float) * (size_t)(g.col_rows * g.KS * g.Cg);
+        const size_t wq = sizeof(float) * (size_t)(div_up(g.KS * g.Cg, NR) * g.Og * NR);
+        if (wq > s->packed) s->packed = wq;
+    }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
-           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) +
+           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) + nconv__ws_round(s->cols) +
            (size_t)threads * nconv__ws_round(s->scratch);
 }
 
@@ -503,6 +515,82 @@ static void bw_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* ------------------------------------------- bwd_d for thin input channels */
+
+/* col[p][t][c] = sum_o dy[p][o] * w[o][c][t] for a block of output pixels
+ * (a GEMM whose KS * Cg columns fill the tiles), then each pixel's (kd, kh)
+ * runs of KW * Cg are added into a W-padded dx, in pixel order: the scatter
+ * is serial, so the sums do not depend on the thread count. */
+typedef struct cols_ctx {
+    const nconv_core *c;
+    const geo *g;
+    const nconv_kernels *k;
+    const float *dy, *wq, *zero;
+    float *col;
+    int64_t m0, rows;
+    char *scratch;
+    size_t scratch_stride;
+} cols_ctx;
+
+static void cols_task(void *arg, int tid, int nthreads) {
+    const cols_ctx *cc = arg;
+    const int64_t Q = cc->g->KS * cc->g->Cg, Og = cc->g->Og;
+    int64_t t0, t1;
+    nconv__split(div_up(cc->rows, MR), tid, nthreads, &t0, &t1);
+    const float **a = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
+    for (int64_t tile = t0; tile < t1; tile++) {
+        const int64_t r0 = tile * MR, mr = cc->rows - r0 < MR ? cc->rows - r0 : MR;
+        float *cp[MR];
+        for (int64_t r = 0; r < MR; r++) a[r] = cc->dy + (cc->m0 + r0 + (r < mr ? r : 0)) * cc->c->O;
+        for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++) {
+            const int64_t nc = Q - j0 < NR ? Q - j0 : NR;
+            for (int64_t r = 0; r < mr; r++) cp[r] = cc->col + (r0 + r) * Q + j0;
+            cc->k->igemm(mr, nc, Og, 1, a, 0, cc->zero, cc->wq + p * Og * NR, cp, cc->zero, 0);
+        }
+    }
+}
+
+static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const wsrc *w,
+                       float *wq, float *pad, float *col, const float *zero, char *scratch, size_t scratch_stride,
+                       float *dst) {
+    const nconv_core *c = e->c;
+    const int64_t Q = g->KS * g->Cg, run = c->k[2] * g->Cg, M = c->N * g->OS;
+    for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++) /* wq[panel][o][NR]: column q = t * Cg + ci */
+        for (int64_t o = 0; o < g->Og; o++)
+            for (int64_t jj = 0; jj < NR; jj++) {
+                const int64_t q = j0 + jj;
+                wq[(p * g->Og + o) * NR + jj] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
+            }
+    memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
+    for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
+        cols_ctx cc = {c, g, k, dy, wq, zero, col, m0, M - m0 < g->col_rows ? M - m0 : g->col_rows, scratch, scratch_stride};
+        nconv__parallel(e->threads, cols_task, &cc);
+        for (int64_t i = 0; i < cc.rows; i++) {
+            const int64_t p = m0 + i, n = p / g->OS, op = p % g->OS;
+            const int64_t o0 = op / (c->out[1] * c->out[2]), o1 = (op / c->out[2]) % c->out[1], o2 = op % c->out[2];
+            for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+                const int64_t i0 = o0 * c->s[0] - c->pb[0] + k0 * c->d[0];
+                if (i0 < 0 || i0 >= c->in[0]) continue;
+                for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+                    const int64_t i1 = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
+                    if (i1 < 0 || i1 >= c->in[1]) continue;
+                    float *d = pad + (((n * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad + o2 * c->s[2]) * g->Cg;
+                    const float *src = col + i * Q + (k0 * c->k[1] + k1) * run;
+                    for (int64_t j = 0; j < run; j++) d[j] += src[j];
+                }
+            }
+        }
+    }
+    /* dx = the padded rows without their W padding (columns no tap reaches stay 0). */
+    for (int64_t r = 0; r < c->N * c->in[0] * c->in[1]; r++)
+        for (int64_t iw = 0; iw < c->in[2]; iw++) {
+            const int64_t jw = iw + c->pb[2];
+            float *d = dst + (r * c->in[2] + iw) * c->C;
+            if (jw < g->iw_pad) memcpy(d, pad + (r * g->iw_pad + jw) * g->Cg, sizeof(float) * (size_t)g->Cg);
+            else memset(d, 0, sizeof(float) * (size_t)g->Cg);
+        }
+}
+
 /* ------------------------------------------------------------------ run */
 
 static nconv_status igemm_run(const nconv_exec *e) {
@@ -579,6 +667,24 @@ static nconv_status igemm_run(const nconv_exec *e) {
         toff[t] = (t / (c->k[1] * c->k[2])) * e->w->stride[2] + ((t / c->k[2]) % c->k[1]) * e->w->stride[3] +
                   (t % c->k[2]) * e->w->stride[4];
     const wsrc ws_ = {e->w, toff};
+    if (g.dcols) {
+        float *col = nconv__arena_take(e->ws, s.cols);
+        /* The padded dx lives after the NHWC dx in xb (sizes() reserved both). */
+        float *pad = xb + c->N * g.IS * c->C;
+        if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+        float *dxb = fuse ? dst : xb;
+        bwd_d_cols(e, &g, k, y, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch), dxb);
+        if (fuse && epi && (epi->bias || epi->relu)) { /* the transposed forward's bias and relu */
+            nconv__epi_init(epi, init, c->C);
+            for (int64_t i = 0; i < c->N * g.IS; i++)
+                for (int64_t ch = 0; ch < c->C; ch++) {
+                    const float v = dxb[i * c->C + ch] + init[ch];
+                    dxb[i * c->C + ch] = epi->relu && v < 0 ? 0.0f : v;
+                }
+        }
+        if (!fuse) nconv__scatter_nxc_f32(out, dxb, epi);
+        return NCONV_OK;
+    }
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
         memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
