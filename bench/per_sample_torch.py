@@ -14,36 +14,15 @@ is faster). Timing as nconv bench: one warm-up, median of runs lasting at least
 """
 import csv
 import math
-import re
-import statistics
+import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from functorch import grad, vmap
 
-
-def parse_desc(desc):
-    transposed = desc.startswith("--transposed ")
-    d = desc.replace("--transposed ", "")
-    vals = dict((k, int(v)) for k, v in re.findall(r"([a-z]+?)(\d+)", d.replace("_", "")))
-    dims = [a for a in "dhw" if ("i" + a) in vals]
-    get = lambda p: [vals[p + a] for a in dims]
-    return dict(transposed=transposed, g=vals["g"], mb=vals["mb"], ic=vals["ic"], oc=vals["oc"],
-                i=get("i"), o=get("o"), k=get("k"), s=get("s"), p=get("p"), d=[x + 1 for x in get("d")])
-
-
-def timed(fn):
-    fn()
-    times = []
-    while len(times) < 5 or sum(times) < 0.4:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        if len(times) >= 100:
-            break
-    return 1e3 * statistics.median(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_bench import parse_desc, timed  # noqa: E402  (the same descriptor reading and timing)
 
 
 def peers(pr, threads):
