@@ -27,7 +27,7 @@
 #include <string.h>
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
-enum { A_BLOCK_BYTES = 64 << 10 }; /* A rows of a row block, kept in L2 across column panels */
+enum { A_BLOCK_BYTES = 192 << 10 }; /* A rows of a row block, kept in L2 across column panels */
 enum { K_BLOCK = 2048 };            /* reduction block (taps x channels): a 128 KiB panel of w stays in L2 */
 enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
 enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
@@ -345,27 +345,58 @@ static inline float wload(const wsrc *w, int64_t o, int64_t ci, int64_t t) {
     return w->v->dt == NCONV_F32 ? ((const float *)w->v->data)[off] : (float)nconv__load(w->v->data, w->v->dt, off);
 }
 
-/* Weights packed for the row GEMM of fwd:
- * [g][panel][channel block][tap][k][NR] with columns o = panel * NR + jj;
- * k runs over the channels, or over (kw, c) when W-folded. */
-static void pack_fwd(const nconv_core *c, const geo *g, const wsrc *w, float *packed) {
-    for (int64_t gi = 0; gi < c->G; gi++)
-        for (int64_t p = 0; p < g->panels; p++)
-            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk)
-                for (int64_t tr = 0; tr < g->ks_rows; tr++)
-                    for (int64_t k = k0; k < k0 + g->kchunk && k < g->kc; k++, packed += NR) {
-                        const int64_t ci = g->wfold ? k % g->Cg : k, t = g->wfold ? tr * c->k[2] + k / g->Cg : tr;
-                        for (int64_t jj = 0; jj < NR; jj++) {
-                            const int64_t o = p * NR + jj;
-                            packed[jj] = o < g->Og ? wload(w, gi * g->Og + o, ci, t) : 0.0f;
-                        }
+/* Packs column panel p of job j: [channel block][tap][k][NR].
+ * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
+ * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
+ * class; k runs over the output channels. */
+static void pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p,
+                       float *packed) {
+    packed += p * j->ks * g->kc * NR;
+    for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk)
+        for (int64_t tr = 0; tr < j->ks; tr++) {
+            int64_t t = tr;
+            if (dir == NCONV_DIR_BWD_D) {
+                const int64_t a2 = tr % j->ntap[2], a1 = (tr / j->ntap[2]) % j->ntap[1], a0 = tr / (j->ntap[1] * j->ntap[2]);
+                t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+            }
+            for (int64_t k = k0; k < k0 + g->kchunk && k < g->kc; k++, packed += NR)
+                for (int64_t jj = 0; jj < NR; jj++) {
+                    const int64_t col = p * NR + jj;
+                    if (dir == NCONV_DIR_FWD) {
+                        const int64_t ci = g->wfold ? k % g->Cg : k, tt = g->wfold ? tr * c->k[2] + k / g->Cg : tr;
+                        packed[jj] = col < g->Og ? wload(w, j->g * g->Og + col, ci, tt) : 0.0f;
+                    } else {
+                        packed[jj] = col < g->Cg ? wload(w, j->g * g->Og + k, col, t) : 0.0f;
                     }
+                }
+        }
 }
 
-/* For bwd_d one job per (group, residue class): its taps and packed weights
- * [panel][channel block][tap][o][NR] with columns c = panel * NR + jj. Returns the number
+typedef struct pack_ctx {
+    const nconv_core *c;
+    const geo *g;
+    nconv_direction dir;
+    const wsrc *w;
+    const job *jobs;
+    int64_t njobs;
+} pack_ctx;
+
+/* Threads split the (job, panel) pairs: packing is O(weights) but serial it
+ * would cap the speedup of the GEMMs that follow. */
+static void pack_task(void *arg, int tid, int nthreads) {
+    const pack_ctx *pc = arg;
+    int64_t u0, u1;
+    nconv__split(pc->njobs * pc->g->panels, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const job *j = &pc->jobs[u / pc->g->panels];
+        pack_panel(pc->c, pc->g, pc->dir, pc->w, j, u % pc->g->panels, (float *)j->w);
+    }
+}
+
+/* For bwd_d one job per (group, residue class): its taps, and where its
+ * packed weights go ([panel][channel block][tap][o][NR]). Returns the number
  * of jobs (at most G * prod(stride)). */
-static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const wsrc *w, float *packed, job *jobs) {
+static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, float *packed, job *jobs) {
     int64_t n = 0;
     const int64_t classes = c->s[0] * c->s[1] * c->s[2];
     for (int64_t gi = 0; gi < c->G; gi++)
@@ -384,18 +415,7 @@ static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, const wsrc *w,
             j->ks = j->ntap[0] * j->ntap[1] * j->ntap[2];
             j->rows = c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
             j->w = packed;
-            for (int64_t p = 0; p < g->panels; p++)
-                for (int64_t o0 = 0; o0 < g->Og; o0 += g->kchunk)
-                    for (int64_t a0 = 0; a0 < j->ntap[0]; a0++)
-                        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++)
-                            for (int64_t a2 = 0; a2 < j->ntap[2]; a2++) {
-                                const int64_t t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
-                                for (int64_t o = o0; o < o0 + g->kchunk && o < g->Og; o++, packed += NR)
-                                    for (int64_t jj = 0; jj < NR; jj++) {
-                                        const int64_t ci = p * NR + jj;
-                                        packed[jj] = ci < g->Cg ? wload(w, gi * g->Og + o, ci, t) : 0.0f;
-                                    }
-                            }
+            packed += g->panels * j->ks * g->Og * NR;
         }
     return n;
 }
@@ -699,7 +719,6 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     int64_t njobs;
     if (dir == NCONV_DIR_FWD) {
-        pack_fwd(c, &g, &ws_, packed);
         for (int64_t gi = 0; gi < c->G; gi++) {
             job *j = &jobs[gi];
             memset(j, 0, sizeof *j);
@@ -708,8 +727,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
         }
         njobs = c->G;
     } else {
-        njobs = make_bwd_d_jobs(c, &g, &ws_, packed, jobs);
+        njobs = make_bwd_d_jobs(c, &g, packed, jobs);
     }
+    pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs};
+    nconv__parallel(threads, pack_task, &pc);
     int64_t total = 0;
     for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero, fuse && epi && epi->relu,
