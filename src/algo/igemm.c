@@ -622,13 +622,18 @@ static nconv_status igemm_run(const nconv_exec *e) {
     ws_sizes s;
     sizes(c, dir, threads, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
-    float *wf = nconv__arena_take(e->ws, s.w), *packed = nconv__arena_take(e->ws, s.packed);
+    int64_t *toff = nconv__arena_take(e->ws, s.w);
+    float *packed = nconv__arena_take(e->ws, s.packed);
     float *init = nconv__arena_take(e->ws, s.init), *zero = nconv__arena_take(e->ws, s.zero);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
-    if (!xb || !yb || !wf || !packed || !init || !zero || !scratch)
+    if (!xb || !yb || !toff || !packed || !init || !zero || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     memset(zero, 0, s.zero);
     const nconv_kernels *k = nconv__kernels();
+    /* Offsets of each kernel tap in the caller's weight layout (read by wload, written by bwd_w). */
+    for (int64_t t = 0; t < g.KS; t++)
+        toff[t] = (t / (c->k[1] * c->k[2])) * e->w->stride[2] + ((t / c->k[2]) % c->k[1]) * e->w->stride[3] +
+                  (t % c->k[2]) * e->w->stride[4];
 
     const float *x = NULL;
     if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
@@ -653,12 +658,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS;
         bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(threads, bw_task, &bc);
-        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]); tap offsets as in wload. */
+        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]). */
         const nconv_view *wv = e->w;
-        int64_t *toff = (int64_t *)wf;
-        for (int64_t t = 0; t < g.KS; t++)
-            toff[t] = (t / (c->k[1] * c->k[2])) * wv->stride[2] + ((t / c->k[2]) % c->k[1]) * wv->stride[3] +
-                      (t % c->k[2]) * wv->stride[4];
         /* With the W fold, acc[g][(kd, kh)][o][(kw, c)]: tap t = (kd, kh) * KW + kw. */
         const int64_t width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         for (int64_t gi = 0; gi < c->G; gi++)
@@ -681,11 +682,6 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const nconv_epi *epi = e->epi;
     int fuse;
     float *dst = nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
-    /* wf holds the tap offsets of the caller's weight layout. */
-    int64_t *toff = (int64_t *)wf;
-    for (int64_t t = 0; t < g.KS; t++)
-        toff[t] = (t / (c->k[1] * c->k[2])) * e->w->stride[2] + ((t / c->k[2]) % c->k[1]) * e->w->stride[3] +
-                  (t % c->k[2]) * e->w->stride[4];
     const wsrc ws_ = {e->w, toff};
     if (g.dcols) {
         float *col = nconv__arena_take(e->ws, s.cols);
