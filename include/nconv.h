@@ -20,13 +20,23 @@
  *   torch.nn.functional.conv_transpose{1,2,3}d.
  * - Sizes are int64_t and checked for overflow.
  *
- * Memory: the library allocates only through malloc/free, never keeps
- * pointers to caller memory after a call returns, and uses the caller's
- * workspace when one is given (see nconv_workspace_size).
+ * Memory: the library allocates through the context's allocator (malloc /
+ * free by default, or without a context), never keeps pointers to caller
+ * memory after a call returns, and uses the caller's workspace when one is
+ * given (see nconv_workspace_size). A call gets all the memory it needs
+ * before it writes any output: when an allocation fails or the context's
+ * memory limit would be exceeded it returns NCONV_OUT_OF_MEMORY, has freed
+ * what it took and has left every output untouched.
+ *
+ * Aliasing: an output may not share memory with any input or other output,
+ * nor with itself (two indices mapping to one element); such calls fail with
+ * NCONV_INVALID_ARGUMENT. The test is on address ranges, so interleaved
+ * views that never touch the same element are rejected too.
  *
  * Threads: all functions may be called concurrently. A context may be shared
- * between threads; its plan cache is protected by a mutex. The last-error
- * message is thread-local.
+ * between threads; its plan cache and kept workspace are protected by a
+ * mutex. Its settings (nconv_context_set_*) must not change while calls on it
+ * are running. The last-error message is thread-local.
  */
 #ifndef NCONV_H
 #define NCONV_H
@@ -52,6 +62,10 @@ extern "C" {
 #define NCONV_MAX_SPATIAL 3
 /** Maximum tensor rank: batch/channel dims plus spatial dims. */
 #define NCONV_MAX_DIMS (NCONV_MAX_SPATIAL + 2)
+/** Most elements of x, w, y (and of the padded input the windows sweep) that
+ *  a problem may have: 2^48, far beyond any memory, so that every size the
+ *  library derives fits in int64 and size_t. */
+#define NCONV_MAX_ELEMENTS ((int64_t)1 << 48)
 
 typedef enum nconv_status {
     NCONV_OK = 0,
@@ -205,6 +219,23 @@ NCONV_API nconv_status nconv_context_set_deterministic(nconv_context *ctx, int d
 NCONV_API nconv_status nconv_context_set_policy(nconv_context *ctx, nconv_algo_policy policy);
 /** Forces the named algorithm (policy FORCED); NULL or "auto" returns to heuristic. */
 NCONV_API nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name);
+
+/** Memory for the library's allocations on behalf of a context. alloc
+ *  returns NULL on failure; free receives only pointers alloc returned. */
+typedef struct nconv_allocator {
+    void *(*alloc)(void *user, size_t bytes);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} nconv_allocator;
+
+/** Routes the context's allocations (workspace, batch-fold copies,
+ *  temporaries, the plan cache) through allocator; NULL returns to malloc /
+ *  free. Memory the context keeps is released first. */
+NCONV_API nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocator *allocator);
+/** The most bytes one call on ctx may allocate (0, the default: no limit).
+ *  A call that would need more fails with NCONV_OUT_OF_MEMORY before
+ *  allocating anything; a caller-given workspace does not count. */
+NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes);
 
 /** Number of algorithms and their names, preference order, reference last. */
 NCONV_API int nconv_algorithm_count(void);

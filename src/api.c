@@ -30,10 +30,8 @@ static void make_vec_view(const nconv_problem *p, const nconv_tensor *t, int64_t
     v->rank = 1, v->shape[0] = n, v->stride[0] = t->stride[0];
 }
 
-static nconv_status check_tensor(const char *name, const nconv_tensor *t, int64_t numel, int required) {
-    if (!t) return required ? INVALID("%s is NULL but required", name) : NCONV_OK;
-    if (!t->data && numel > 0) return INVALID("%s->data is NULL for a tensor of %lld elements", name, (long long)numel);
-    return NCONV_OK;
+static nconv_status check_tensor(const char *name, const nconv_tensor *t, int required) {
+    return !t && required ? INVALID("%s is NULL but required", name) : NCONV_OK;
 }
 
 static int64_t prod(const int64_t *s, int n) {
@@ -135,6 +133,8 @@ static nconv_status open_arena(nconv_context *ctx, void *workspace, size_t size,
         *a = (nconv_arena){workspace, size, 0};
         return NCONV_OK;
     }
+    nconv_status st = nconv__check_memory(ctx, need, "the workspace");
+    if (st) return st;
     *owned = nconv__ctx_ws_acquire(ctx, need);
     if (!*owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", need);
     *a = (nconv_arena){*owned, need, 0};
@@ -161,11 +161,13 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
     nconv_status st = prepare(p, epi, &o);
     if (st) return st;
     const int r = p->ndims + 2;
-    if ((st = check_tensor("x", x, prod(o.xs, r), 1)) || (st = check_tensor("w", w, prod(o.ws, r), 1)) ||
-        (st = check_tensor("bias", bias, p->out_channels, 0)) || (st = check_tensor("z", z, prod(o.ys, r), 0)) ||
-        (st = check_tensor("y", y, prod(o.ys, r), 1)))
+    if ((st = check_tensor("x", x, 1)) || (st = check_tensor("w", w, 1)) || (st = check_tensor("y", y, 1)))
         return st;
-    if (z && y->data && z->data == y->data && prod(o.ys, r) > 0) return INVALID("z aliases y: z must be a separate tensor");
+    const int64_t oc = p->out_channels;
+    const nconv_operand_check ops[] = {{"x", x, r, o.xs, 0, 0, 0}, {"w", w, r, o.ws, 0, 0, 0},
+                                       {"bias", bias, 1, &oc, 0, 0, 0}, {"z", z, r, o.ys, 0, 0, 0},
+                                       {"y", y, r, o.ys, 0, 0, 1}};
+    if ((st = nconv__check_operands(p->dtype, ops, 5))) return st;
 
     nconv_view xv, wv, yv, bv, zv;
     make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
@@ -200,11 +202,15 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     const int relu = epi && epi->activation == NCONV_ACT_RELU;
     const int any = dx || dw || db || dz;
     const int64_t ny = prod(o.ys, r);
-    if ((st = check_tensor("dy", dy, ny, any)) || (st = check_tensor("x", x, prod(o.xs, r), dw != NULL)) ||
-        (st = check_tensor("w", w, prod(o.ws, r), dx != NULL)) || (st = check_tensor("y", y, ny, relu && any)) ||
-        (st = check_tensor("dx", dx, prod(o.xs, r), 0)) || (st = check_tensor("dw", dw, prod(o.ws, r), 0)) ||
-        (st = check_tensor("db", db, p->out_channels, 0)) || (st = check_tensor("dz", dz, ny, 0)))
+    if ((st = check_tensor("dy", dy, any)) || (st = check_tensor("x", x, dw != NULL)) ||
+        (st = check_tensor("w", w, dx != NULL)) || (st = check_tensor("y", y, relu && any)))
         return st;
+    const int64_t oc = p->out_channels;
+    const nconv_operand_check ops[] = {{"x", x, r, o.xs, 0, 0, 0},   {"w", w, r, o.ws, 0, 0, 0},
+                                       {"y", y, r, o.ys, 0, 0, 0},   {"dy", dy, r, o.ys, 0, 0, 0},
+                                       {"dx", dx, r, o.xs, 0, 0, 1}, {"dw", dw, r, o.ws, 0, 0, 1},
+                                       {"db", db, 1, &oc, 0, 0, 1},  {"dz", dz, r, o.ys, 0, 0, 1}};
+    if ((st = nconv__check_operands(p->dtype, ops, 8))) return st;
     if (!any) return NCONV_OK;
     /* A forced algorithm must serve every direction before dx is written. */
     const nconv_algo *forced = nconv__ctx_forced(ctx);

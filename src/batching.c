@@ -47,20 +47,28 @@ static void slice_copy(const nconv_problem *p, const operand *o, int64_t b, int 
     else nconv__scale_copy(&u, &f, 1.0);
 }
 
+static int viewable(const operand *o) {
+    const int64_t len = o->dim == 0 ? o->a : o->c; /* extent of the folded dim per b */
+    return o->bstride != 0 && (len == 1 || o->bstride == len * o->user->stride[o->dim]);
+}
+
+/* Bytes of o's copy (0: the fold is a view of the caller's memory). */
+static size_t fold_bytes(const nconv_problem *p, int64_t B, const operand *o) {
+    return viewable(o) ? 0 : nconv__ws_round(nconv_dtype_size(p->dtype) * (size_t)(B * o->a * o->c * spatial(p, o->sp)));
+}
+
 /* Sets up o->fold: a view of the caller's memory when the strides allow,
  * else a dense copy (filled from the caller for inputs). */
-static nconv_status fold_operand(const nconv_problem *p, int64_t B, operand *o, int input) {
+static nconv_status fold_operand(nconv_context *ctx, const nconv_problem *p, int64_t B, operand *o, int input) {
     const nconv_tensor *t = o->user;
-    const int64_t len = o->dim == 0 ? o->a : o->c; /* extent of the folded dim per b */
-    const int viewable = o->bstride != 0 && (len == 1 || o->bstride == len * t->stride[o->dim]);
-    if (viewable) {
+    if (viewable(o)) {
         o->fold = *t;
-        if (len == 1) o->fold.stride[o->dim] = o->bstride;
+        if ((o->dim == 0 ? o->a : o->c) == 1) o->fold.stride[o->dim] = o->bstride;
         return NCONV_OK;
     }
-    const int64_t S = spatial(p, o->sp), n = B * o->a * o->c * S;
-    o->owned = malloc(nconv_dtype_size(p->dtype) * (size_t)(n ? n : 1));
-    if (!o->owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %lld elements for a batch fold", (long long)n);
+    const size_t bytes = fold_bytes(p, B, o);
+    o->owned = nconv__alloc(ctx, bytes);
+    if (!o->owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes for a batch fold", bytes);
     int64_t shape[NCONV_MAX_DIMS] = {o->a * (o->dim == 0 ? B : 1), o->c * (o->dim == 1 ? B : 1)};
     for (int i = 0; i < p->ndims; i++) shape[2 + i] = o->sp[i];
     nconv_tensor_init(&o->fold, o->owned, p->ndims + 2, shape, NCONV_LAYOUT_NCX);
@@ -77,6 +85,7 @@ static void unfold_output(const nconv_problem *p, int64_t B, const operand *o) {
 /* The folded problem, and the shapes of one slice. */
 typedef struct plan {
     nconv_problem p;
+    int64_t B;
     int by_n;
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
 } plan;
@@ -88,6 +97,7 @@ static nconv_status make_plan(const nconv_problem *p, const nconv_batch *bt, int
     if (st) return st;
     const int64_t B = bt->size;
     pl->p = *p;
+    pl->B = B;
     pl->by_n = by_n;
     int64_t t;
     if (by_n) {
@@ -121,8 +131,32 @@ static operand vector(const nconv_tensor *t, int64_t bstride, int64_t n, nconv_t
     return o;
 }
 
-static void release(operand *ops, int n) {
-    for (int i = 0; i < n; i++) free(ops[i].owned);
+static void release(nconv_context *ctx, operand *ops, int n) {
+    for (int i = 0; i < n; i++) nconv__free(ctx, ops[i].owned);
+}
+
+/* Every copy and the folded call's workspace, taken before anything is
+ * written (and checked against the memory limit first). `need[n]` says
+ * which operands take part and whether they are inputs (2) or outputs (1). */
+enum { ABSENT, OUTPUT, INPUT, AS_IS };
+static nconv_status take_memory(nconv_context *ctx, const nconv_problem *p, const plan *pl, operand *ops,
+                                const int *need, int n, nconv_op op, const nconv_epilogue *epi, void **ws,
+                                size_t *ws_size) {
+    const int64_t B = pl->B;
+    size_t total = 0;
+    nconv_status st = nconv_workspace_size(ctx, &pl->p, op, epi, ws_size);
+    if (st) return st;
+    for (int i = 0; i < n; i++)
+        if (need[i] == INPUT || need[i] == OUTPUT) total += fold_bytes(p, B, &ops[i]);
+    if ((st = nconv__check_memory(ctx, total + *ws_size, "the batched call"))) return st;
+    for (int i = 0; i < n && !st; i++) {
+        if (need[i] == AS_IS) ops[i].fold = *ops[i].user;
+        else if (need[i] != ABSENT) st = fold_operand(ctx, p, B, &ops[i], need[i] == INPUT);
+    }
+    if (!st && !(*ws = nconv__ctx_ws_acquire(ctx, *ws_size)))
+        st = nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", *ws_size);
+    if (st) release(ctx, ops, n);
+    return st;
 }
 
 nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
@@ -135,23 +169,28 @@ nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, c
     plan pl;
     nconv_status st = make_plan(p, bt, !bt->w && !bt->bias, &pl);
     if (st) return st;
-    const int64_t B = bt->size;
+    const int64_t B = bt->size, oc = p->out_channels;
+    const int r = p->ndims + 2;
+    const nconv_operand_check chk[] = {{"x", x, r, pl.xs, B, bt->x, 0},       {"w", w, r, pl.ws, B, bt->w, 0},
+                                       {"bias", bias, 1, &oc, B, bt->bias, 0}, {"z", z, r, pl.ys, B, bt->z, 0},
+                                       {"y", y, r, pl.ys, B, bt->y, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 5))) return st;
     nconv_tensor bias_act;
-    operand ops[5] = {act(&pl, x, bt->x, pl.xs), weight(&pl, w, bt->w), act(&pl, y, bt->y, pl.ys),
-                      act(&pl, z ? z : y, z ? bt->z : 0, pl.ys), vector(bias ? bias : y, bias ? bt->bias : 0, p->out_channels, &bias_act)};
-    for (int n = 0; n < 5 && !st; n++) {
-        if ((n == 3 && !z) || (n == 4 && !bias)) continue;
-        if (pl.by_n && (n == 1 || n == 4)) { /* shared weight and bias need no fold */
-            ops[n].fold = *ops[n].user;
-            continue;
-        }
-        st = fold_operand(p, B, &ops[n], n != 2);
-    }
-    if (!st)
-        st = nconv_forward(ctx, &pl.p, epi, &ops[0].fold, &ops[1].fold, bias ? &ops[4].fold : NULL,
-                           z ? &ops[3].fold : NULL, &ops[2].fold, NULL, 0);
-    if (!st) unfold_output(p, B, &ops[2]);
-    release(ops, 5);
+    enum { X, W, Y, Z, BIAS, NOPS };
+    operand ops[NOPS] = {act(&pl, x, bt->x, pl.xs), weight(&pl, w, bt->w), act(&pl, y, bt->y, pl.ys),
+                         act(&pl, z ? z : y, z ? bt->z : 0, pl.ys),
+                         vector(bias ? bias : y, bias ? bt->bias : 0, oc, &bias_act)};
+    /* Shared weight and bias need no fold when B goes into the batch. */
+    const int need[NOPS] = {INPUT, pl.by_n ? AS_IS : INPUT, OUTPUT, z ? INPUT : ABSENT,
+                            !bias ? ABSENT : pl.by_n ? AS_IS : INPUT};
+    void *ws;
+    size_t ws_size;
+    if ((st = take_memory(ctx, p, &pl, ops, need, NOPS, NCONV_OP_FORWARD, epi, &ws, &ws_size))) return st;
+    st = nconv_forward(ctx, &pl.p, epi, &ops[X].fold, &ops[W].fold, bias ? &ops[BIAS].fold : NULL,
+                       z ? &ops[Z].fold : NULL, &ops[Y].fold, ws, ws_size);
+    if (!st) unfold_output(p, B, &ops[Y]);
+    nconv__ctx_ws_release(ctx, ws, ws_size);
+    release(ctx, ops, NOPS);
     return st;
 }
 
@@ -173,29 +212,32 @@ nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, 
     plan pl;
     nconv_status st = make_plan(p, bt, !bt->w && !dw && !db, &pl);
     if (st) return st;
-    const int64_t B = bt->size;
+    const int64_t B = bt->size, oc = p->out_channels;
+    const int r = p->ndims + 2;
+    const nconv_operand_check chk[] = {
+        {"x", x, r, pl.xs, B, bt->x, 0},   {"w", w, r, pl.ws, B, bt->w, 0},   {"y", y, r, pl.ys, B, bt->y, 0},
+        {"dy", dy, r, pl.ys, B, bt->dy, 0}, {"dx", dx, r, pl.xs, B, bt->dx, 1}, {"dw", dw, r, pl.ws, B, bt->dw, 1},
+        {"db", db, 1, &oc, B, bt->db, 1},   {"dz", dz, r, pl.ys, B, bt->dz, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 8))) return st;
     nconv_tensor db_act;
     enum { X, W, Y, DY, DX, DW, DB, DZ, NOPS };
     operand ops[NOPS] = {act(&pl, x ? x : dy, x ? bt->x : 0, pl.xs), weight(&pl, w ? w : dy, w ? bt->w : 0),
                          act(&pl, y ? y : dy, y ? bt->y : 0, pl.ys), act(&pl, dy, bt->dy, pl.ys),
                          act(&pl, dx ? dx : dy, bt->dx, pl.xs), weight(&pl, dw ? dw : dy, bt->dw),
-                         vector(db ? db : dy, bt->db, p->out_channels, &db_act), act(&pl, dz ? dz : dy, bt->dz, pl.ys)};
-    const int present[NOPS] = {x != NULL, w != NULL, relu && y, 1, dx != NULL, dw != NULL, db != NULL, dz != NULL};
-    for (int n = 0; n < NOPS && !st; n++) {
-        if (!present[n]) continue;
-        if (pl.by_n && n == W) { /* shared weights are used as they are */
-            ops[n].fold = *ops[n].user;
-            continue;
-        }
-        st = fold_operand(p, B, &ops[n], n < DX);
-    }
-    if (!st)
-        st = nconv_backward(ctx, &pl.p, epi, x ? &ops[X].fold : NULL, w ? &ops[W].fold : NULL,
-                            present[Y] ? &ops[Y].fold : NULL, &ops[DY].fold, dx ? &ops[DX].fold : NULL,
-                            dw ? &ops[DW].fold : NULL, db ? &ops[DB].fold : NULL, dz ? &ops[DZ].fold : NULL, NULL, 0);
+                         vector(db ? db : dy, bt->db, oc, &db_act), act(&pl, dz ? dz : dy, bt->dz, pl.ys)};
+    const int need[NOPS] = {x ? INPUT : ABSENT, !w ? ABSENT : pl.by_n ? AS_IS : INPUT, relu && y ? INPUT : ABSENT,
+                            INPUT, dx ? OUTPUT : ABSENT, dw ? OUTPUT : ABSENT, db ? OUTPUT : ABSENT,
+                            dz ? OUTPUT : ABSENT};
+    void *ws;
+    size_t ws_size;
+    if ((st = take_memory(ctx, p, &pl, ops, need, NOPS, NCONV_OP_BACKWARD, epi, &ws, &ws_size))) return st;
+    st = nconv_backward(ctx, &pl.p, epi, x ? &ops[X].fold : NULL, w ? &ops[W].fold : NULL,
+                        need[Y] ? &ops[Y].fold : NULL, &ops[DY].fold, dx ? &ops[DX].fold : NULL,
+                        dw ? &ops[DW].fold : NULL, db ? &ops[DB].fold : NULL, dz ? &ops[DZ].fold : NULL, ws, ws_size);
     if (!st)
         for (int n = DX; n < NOPS; n++)
-            if (present[n]) unfold_output(p, B, &ops[n]);
-    release(ops, NOPS);
+            if (need[n]) unfold_output(p, B, &ops[n]);
+    nconv__ctx_ws_release(ctx, ws, ws_size);
+    release(ctx, ops, NOPS);
     return st;
 }

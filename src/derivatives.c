@@ -6,34 +6,20 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define INVALID(...) nconv__error(NCONV_INVALID_ARGUMENT, "nconv: " __VA_ARGS__)
 
 /* t := bias broadcast over dim 1 (zeros when bias is NULL), for a tensor of
  * the problem's dtype and logical shape [a, b, spatial...]. */
-static nconv_status fill(const nconv_problem *p, const nconv_tensor *t, const int64_t *shape,
-                         const nconv_tensor *bias) {
+static void fill(const nconv_problem *p, const nconv_tensor *t, const int64_t *shape, const nconv_tensor *bias) {
     nconv_view v, bv;
-    memset(&v, 0, sizeof v);
-    memset(&bv, 0, sizeof bv);
-    v.data = t->data, v.dt = p->dtype, v.rank = 5;
-    v.shape[0] = shape[0], v.shape[1] = shape[1], v.stride[0] = t->stride[0], v.stride[1] = t->stride[1];
-    v.shape[2] = v.shape[3] = v.shape[4] = 1;
-    int64_t n = shape[0] * shape[1];
-    for (int i = 0; i < p->ndims; i++) {
-        v.shape[5 - p->ndims + i] = shape[2 + i], v.stride[5 - p->ndims + i] = t->stride[2 + i];
-        n *= shape[2 + i];
+    nconv__make_view(p->ndims, p->dtype, t, 0, shape[0], shape[1], shape + 2, &v);
+    if (bias) {
+        memset(&bv, 0, sizeof bv);
+        bv.data = bias->data, bv.dt = p->dtype, bv.rank = 1, bv.shape[0] = shape[1], bv.stride[0] = bias->stride[0];
     }
-    double *zeros = calloc((size_t)(n ? n : 1), sizeof(double));
-    if (!zeros) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %lld elements", (long long)n);
-    bv.data = bias ? bias->data : NULL, bv.dt = p->dtype, bv.rank = 1, bv.shape[0] = shape[1];
-    bv.stride[0] = bias ? bias->stride[0] : 0;
-    const nconv_epi e = {&bv, NULL, 1.0, 0};
-    nconv__scatter(&v, zeros, 1, bias ? &e : NULL);
-    free(zeros);
-    return NCONV_OK;
+    nconv__fill(&v, bias ? &bv : NULL);
 }
 
 nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
@@ -49,45 +35,58 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
         {"x", x, ggw != NULL && ggy != NULL}, {"w", w, ggx != NULL && ggy != NULL},
         {"dy", dy, (gx && ggw) || (gw && ggx)}};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
-        if (in[i].needed && (!in[i].t || !in[i].t->data))
-            return INVALID("%s is NULL but required for the given gradients", in[i].name);
-    const nconv_tensor *all[] = {ggx, ggw, ggb, ggy, gx, gw};
-    static const char *const names[] = {"ggx", "ggw", "ggb", "ggy", "gx", "gw"};
-    for (int i = 0; i < 6; i++)
-        if (all[i] && !all[i]->data) return INVALID("%s->data is NULL", names[i]);
+        if (in[i].needed && !in[i].t) return INVALID("%s is NULL but required for the given gradients", in[i].name);
+    const int64_t oc = p->out_channels;
+    const nconv_operand_check chk[] = {
+        {"x", x, r, xs, 0, 0, 0},     {"w", w, r, ws, 0, 0, 0},     {"dy", dy, r, ys, 0, 0, 0},
+        {"ggx", ggx, r, xs, 0, 0, 0}, {"ggw", ggw, r, ws, 0, 0, 0}, {"ggb", ggb, 1, &oc, 0, 0, 0},
+        {"ggy", ggy, r, ys, 0, 0, 1}, {"gx", gx, r, xs, 0, 0, 1},   {"gw", gw, r, ws, 0, 0, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 9))) return st;
     int64_t ny = 1;
     for (int i = 0; i < r; i++) ny *= ys[i];
 
-    /* Temporaries before any output is written: conv(x, ggw) when it has a partner. */
-    void *tmp = NULL;
+    /* All memory before any output is written: conv(x, ggw) when it has a
+     * partner, and one workspace that serves every call below in turn. */
+    size_t fwd_ws, bwd_ws;
+    if ((st = nconv_workspace_size(ctx, p, NCONV_OP_FORWARD, NULL, &fwd_ws)) ||
+        (st = nconv_workspace_size(ctx, p, NCONV_OP_BACKWARD, NULL, &bwd_ws)))
+        return st;
+    const size_t wsz = fwd_ws > bwd_ws ? fwd_ws : bwd_ws;
+    const size_t tmp_size = ggy && ggw && ggx ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
+    if ((st = nconv__check_memory(ctx, wsz + tmp_size, "the double backward"))) return st;
+    void *tmp = NULL, *wsp;
     nconv_tensor t;
-    if (ggy && ggw && ggx) {
-        tmp = malloc(nconv_dtype_size(p->dtype) * (size_t)(ny ? ny : 1));
-        if (!tmp) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %lld elements", (long long)ny);
+    if (tmp_size) {
+        if (!(tmp = nconv__alloc(ctx, tmp_size)))
+            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %zu bytes", tmp_size);
         nconv_tensor_init(&t, tmp, r, ys, NCONV_LAYOUT_NCX);
+    }
+    if (!(wsp = nconv__ctx_ws_acquire(ctx, wsz))) {
+        nconv__free(ctx, tmp);
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", wsz);
     }
     if (ggy) {
         if (ggx && ggw) { /* ggy = conv(ggx, w) + ggb + conv(x, ggw) */
             const nconv_epilogue sum = {NCONV_ACT_IDENTITY, 1.0};
-            if (!(st = nconv_forward(ctx, p, NULL, x, ggw, NULL, NULL, &t, NULL, 0)))
-                st = nconv_forward(ctx, p, &sum, ggx, w, ggb, &t, ggy, NULL, 0);
+            if (!(st = nconv_forward(ctx, p, NULL, x, ggw, NULL, NULL, &t, wsp, wsz)))
+                st = nconv_forward(ctx, p, &sum, ggx, w, ggb, &t, ggy, wsp, wsz);
         } else if (ggx) {
-            st = nconv_forward(ctx, p, NULL, ggx, w, ggb, NULL, ggy, NULL, 0);
+            st = nconv_forward(ctx, p, NULL, ggx, w, ggb, NULL, ggy, wsp, wsz);
         } else if (ggw) {
-            st = nconv_forward(ctx, p, NULL, x, ggw, ggb, NULL, ggy, NULL, 0);
+            st = nconv_forward(ctx, p, NULL, x, ggw, ggb, NULL, ggy, wsp, wsz);
         } else {
-            st = fill(p, ggy, ys, ggb); /* the bias alone, or zeros */
+            fill(p, ggy, ys, ggb); /* the bias alone, or zeros */
         }
     }
-    free(tmp);
-    if (st) return st;
-    if (gx) {
-        if (ggw) st = nconv_backward(ctx, p, NULL, NULL, ggw, NULL, dy, gx, NULL, NULL, NULL, NULL, 0);
-        else st = fill(p, gx, xs, NULL);
+    if (gx && !st) {
+        if (ggw) st = nconv_backward(ctx, p, NULL, NULL, ggw, NULL, dy, gx, NULL, NULL, NULL, wsp, wsz);
+        else fill(p, gx, xs, NULL);
     }
     if (gw && !st) {
-        if (ggx) st = nconv_backward(ctx, p, NULL, ggx, NULL, NULL, dy, NULL, gw, NULL, NULL, NULL, 0);
-        else st = fill(p, gw, ws, NULL);
+        if (ggx) st = nconv_backward(ctx, p, NULL, ggx, NULL, NULL, dy, NULL, gw, NULL, NULL, wsp, wsz);
+        else fill(p, gw, ws, NULL);
     }
+    nconv__ctx_ws_release(ctx, wsp, wsz);
+    nconv__free(ctx, tmp);
     return st;
 }

@@ -54,6 +54,23 @@ static inline int64_t nconv__map_index(int64_t j, int64_t n, nconv_padding_mode 
     }
 }
 
+/* ---------------------------------------------------------- operand checks */
+
+/* One operand of a call: a user tensor (NULL: absent) of logical shape
+ * shape[0 .. rank), optionally with a batch dim of `batch` entries. */
+typedef struct nconv_operand_check {
+    const char *name;
+    const nconv_tensor *t;
+    int rank;
+    const int64_t *shape;
+    int64_t batch, batch_stride; /* batch 0: none */
+    int output;
+} nconv_operand_check;
+
+/* Strides addressable without overflow, data non-NULL when non-empty, no
+ * output overlapping itself or another operand (by address ranges). */
+nconv_status nconv__check_operands(nconv_dtype dt, const nconv_operand_check *ops, int n);
+
 /* ----------------------------------------------------------------- views */
 
 /* A tensor with its shape: rank 5 (N, C, D, H, W) / (O, I/g, KD, KH, KW) for
@@ -117,6 +134,8 @@ void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
 void nconv__channel_sums(const nconv_view *src, double *sums);
+/* dst = bias broadcast over dim 1 (bias: rank-1 view, or NULL for zeros). */
+void nconv__fill(const nconv_view *dst, const nconv_view *bias);
 /* v: like `like` (shape), dense in dtype dt at data, channels-last if `like` is. */
 void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nconv_view *like);
 
@@ -175,6 +194,12 @@ const nconv_algo *nconv__algo_find(const char *name);
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir,
                          const nconv_exec *bench, const nconv_algo **out);
 int nconv__ctx_threads(const nconv_context *ctx);
+/* Memory through the context's allocator (ctx may be NULL: malloc / free). */
+void *nconv__alloc(nconv_context *ctx, size_t bytes);
+void nconv__free(nconv_context *ctx, void *p);
+/* NCONV_OUT_OF_MEMORY with a message when a call that would allocate `bytes`
+ * exceeds ctx's memory limit; checked before allocating. */
+nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const char *what);
 /* Workspace memory of `size` bytes, reused across calls of one context
  * (ctx may be NULL: plain malloc / free). Release gives back the size asked. */
 void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size);

@@ -45,7 +45,29 @@ struct nconv_context {
     size_t n, cap;
     void *ws;        /* a workspace kept between calls (NULL while lent out) */
     size_t ws_size;
+    nconv_allocator alloc; /* alloc == NULL: malloc / free */
+    size_t mem_limit;      /* 0: none */
 };
+
+void *nconv__alloc(nconv_context *ctx, size_t bytes) {
+    if (!bytes) bytes = 1;
+    if (ctx && ctx->alloc.alloc) return ctx->alloc.alloc(ctx->alloc.user, bytes);
+    return malloc(bytes);
+}
+
+void nconv__free(nconv_context *ctx, void *p) {
+    if (!p) return;
+    if (ctx && ctx->alloc.alloc) ctx->alloc.free(ctx->alloc.user, p);
+    else free(p);
+}
+
+nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const char *what) {
+    if (ctx && ctx->mem_limit && bytes > ctx->mem_limit)
+        return nconv__error(NCONV_OUT_OF_MEMORY,
+                            "nconv: %s needs %zu bytes, more than the context's memory limit of %zu bytes", what, bytes,
+                            ctx->mem_limit);
+    return NCONV_OK;
+}
 
 nconv_status nconv_context_create(nconv_context **ctx) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
@@ -65,9 +87,29 @@ nconv_status nconv_context_create(nconv_context **ctx) {
 nconv_status nconv_context_destroy(nconv_context *ctx) {
     if (!ctx) return NCONV_OK;
     pthread_mutex_destroy(&ctx->lock);
-    free(ctx->cache);
-    free(ctx->ws);
+    nconv__free(ctx, ctx->cache);
+    nconv__free(ctx, ctx->ws);
     free(ctx);
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocator *allocator) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if (allocator && (!allocator->alloc || !allocator->free))
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", allocator->alloc ? "free" : "alloc");
+    /* What the context holds goes back to the allocator that gave it. */
+    nconv__free(ctx, ctx->cache);
+    nconv__free(ctx, ctx->ws);
+    ctx->cache = NULL, ctx->n = ctx->cap = 0;
+    ctx->ws = NULL, ctx->ws_size = 0;
+    if (allocator) ctx->alloc = *allocator;
+    else memset(&ctx->alloc, 0, sizeof ctx->alloc);
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    ctx->mem_limit = bytes;
     return NCONV_OK;
 }
 
@@ -134,7 +176,7 @@ void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size) {
         }
         pthread_mutex_unlock(&ctx->lock);
     }
-    return p ? p : malloc(size ? size : 1);
+    return p ? p : nconv__alloc(ctx, size);
 }
 
 void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size) {
@@ -147,7 +189,7 @@ void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size) {
         }
         pthread_mutex_unlock(&ctx->lock);
     }
-    free(p);
+    nconv__free(ctx, p);
 }
 
 const nconv_algo *nconv__ctx_forced(const nconv_context *ctx) {
@@ -167,8 +209,10 @@ static void cache_put(nconv_context *ctx, const nconv_core *c, nconv_direction d
     pthread_mutex_lock(&ctx->lock);
     if (ctx->n == ctx->cap) {
         size_t cap = ctx->cap ? 2 * ctx->cap : 16;
-        cache_entry *grown = realloc(ctx->cache, cap * sizeof *grown);
+        cache_entry *grown = nconv__alloc(ctx, cap * sizeof *grown);
         if (grown) { /* without room the winner is simply not remembered */
+            if (ctx->n) memcpy(grown, ctx->cache, ctx->n * sizeof *grown);
+            nconv__free(ctx, ctx->cache);
             ctx->cache = grown;
             ctx->cap = cap;
         }

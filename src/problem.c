@@ -132,7 +132,6 @@ nconv_status nconv_problem_validate(const nconv_problem *p) {
         nconv_status st = output_dim(p, i, &o);
         if (st) return st;
     }
-    /* Element and byte counts of every operand must fit in int64 (and size_t). */
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
     int64_t out[NCONV_MAX_SPATIAL];
     for (int i = 0; i < p->ndims; i++) output_dim(p, i, &out[i]);
@@ -146,14 +145,25 @@ nconv_status nconv_problem_validate(const nconv_problem *p) {
         ws[2 + i] = p->kernel[i];
         ys[2 + i] = out[i];
     }
+    /* Bounded so that workspace sizes (sums of a few operands' f64 bytes) fit
+     * in size_t with room to spare. */
     const int64_t *shapes[3] = {xs, ws, ys};
     static const char *const names[3] = {"input", "weight", "output"};
     for (int t = 0; t < 3; t++) {
-        int64_t n = 8; /* bytes of the widest element */
-        for (int i = 0; i < p->ndims + 2; i++) {
-            if (!nconv__mul_ok(n, shapes[t][i], &n) || (uint64_t)n > (uint64_t)SIZE_MAX)
-                return INVALID("%s tensor size overflows: its byte count does not fit in int64", names[t]);
-        }
+        int64_t n = 1;
+        for (int i = 0; i < p->ndims + 2; i++)
+            if (!nconv__mul_ok(n, shapes[t][i], &n) || n > NCONV_MAX_ELEMENTS)
+                return INVALID("%s tensor has more than NCONV_MAX_ELEMENTS (2^48) elements", names[t]);
+    }
+    /* The input rows the windows sweep, padding included (what an algorithm
+     * may copy): same bound. */
+    int64_t n = p->batch * (p->transposed ? p->out_channels : p->in_channels);
+    for (int i = 0; i < p->ndims; i++) {
+        const int64_t o = p->transposed ? p->in_size[i] : out[i];
+        int64_t span, ext;
+        if (!nconv__mul_ok(o - 1, p->stride[i], &span) || !nconv__mul_ok(p->kernel[i] - 1, p->dilation[i], &ext) ||
+            !nconv__add_ok(span, ext + 1, &span) || !nconv__mul_ok(n, span, &n) || n > NCONV_MAX_ELEMENTS)
+            return INVALID("padded input along dim %d: more than NCONV_MAX_ELEMENTS (2^48) elements", i);
     }
     return NCONV_OK;
 }

@@ -384,6 +384,17 @@ void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alph
                                       alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k)));
 }
 
+void nconv__fill(const nconv_view *dst, const nconv_view *bias) {
+    const int64_t *s = dst->shape;
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < s[1]; c++) {
+            const double v = bias ? nconv__load(bias->data, bias->dt, c * bias->stride[0]) : 0.0;
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++) nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k), v);
+        }
+}
+
 void nconv__channel_sums(const nconv_view *src, double *sums) {
     const int64_t *s = src->shape;
     const int64_t S = s[2] * s[3] * s[4];

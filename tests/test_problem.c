@@ -85,7 +85,9 @@ static void test_validation(void) {
     BAD(p.kernel[1] = 9, "output size < 1 along dim 1");
     BAD((p.transposed = 1, p.pad_begin[0] = 20), "output size < 1 along dim 0");
     BAD((p.dilation[0] = INT64_MAX / 2, p.kernel[0] = 4), "overflows");
-    BAD((p.batch = INT64_MAX / 4, p.in_channels = 1024), "overflows");
+    BAD((p.batch = INT64_MAX / 4, p.in_channels = 1024), "more than NCONV_MAX_ELEMENTS");
+    BAD((p.batch = (int64_t)1 << 40, p.in_channels = 1 << 9), "input tensor has more than NCONV_MAX_ELEMENTS");
+    BAD((p.pad_begin[0] = (int64_t)1 << 47, p.pad_end[0] = (int64_t)1 << 47), "NCONV_MAX_ELEMENTS");
 #undef BAD
     /* The output padding rule takes the larger of stride and dilation. */
     p = conv2d(1, 1, 1, 4, 4, 3);
@@ -149,7 +151,7 @@ static void test_api_misuse(void) {
     CHECK_ERROR(nconv_forward(NULL, &p, &bad_alpha, &tx, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
                 "alpha = nan");
     CHECK_ERROR(nconv_forward(NULL, &p, NULL, &tx, &tw, NULL, &ty, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
-                "z aliases y");
+                "y overlaps z");
     char small[16];
     CHECK_ERROR(nconv_forward(NULL, &p, NULL, &tx, &tw, &tb, NULL, &ty, small, sizeof small), NCONV_OUT_OF_MEMORY,
                 "workspace_size = 16");

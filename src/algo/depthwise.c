@@ -28,6 +28,10 @@ static int dw_applies(const nconv_core *c, nconv_direction dir, const char **why
         if (why_not) *why_not = "bwd_d with a non-zero padding mode needs a scatter (gemm does it)";
         return 0;
     }
+    if (nconv__core_kernel_spatial(c) > 65536) { /* per-thread tap pointers */
+        if (why_not) *why_not = "kernels of more than 65536 taps";
+        return 0;
+    }
     return 1;
 }
 

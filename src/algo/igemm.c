@@ -31,6 +31,7 @@ enum { A_BLOCK_BYTES = 192 << 10 }; /* A rows of a row block, kept in L2 across 
 enum { K_BLOCK = 2048 };            /* reduction block (taps x channels): a 128 KiB panel of w stays in L2 */
 enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
 enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
+enum { MAX_KERNEL = 65536, MAX_CLASSES = 16384 };
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -45,6 +46,16 @@ static int igemm_applies(const nconv_core *c, nconv_direction dir, const char **
     }
     if (dir == NCONV_DIR_BWD_D && (c->k[0] > MAX_TAPS || c->k[1] > MAX_TAPS || c->k[2] > MAX_TAPS)) {
         if (why_not) *why_not = "bwd_d supports kernels of at most 64 taps per dim";
+        return 0;
+    }
+    /* Per-row tap pointers scale with the taps, bwd_d jobs with the stride
+     * residue classes: both stay small for any real network. */
+    if (nconv__core_kernel_spatial(c) > MAX_KERNEL) {
+        if (why_not) *why_not = "kernels of more than 65536 taps";
+        return 0;
+    }
+    if (dir == NCONV_DIR_BWD_D && (double)c->G * (double)c->s[0] * (double)c->s[1] * (double)c->s[2] > MAX_CLASSES) {
+        if (why_not) *why_not = "bwd_d with more than 16384 groups x stride residue classes";
         return 0;
     }
     return 1;
