@@ -129,7 +129,7 @@ float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, 
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
 
 /* Elementwise helpers over rank-5 views of one shape (any dtype/strides):
- * dst = y > 0 ? dy : 0; dst = alpha * src; per-channel sums in f64 in a fixed
+ * dst = y <= 0 ? 0 : dy (NaN y passes dy, as torch); dst = alpha * src; per-channel sums in f64 in a fixed
  * order (deterministic). */
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
@@ -183,6 +183,13 @@ extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
+
+/* Backward-data kernels that read dy through a zero buffer for taps outside
+ * it would turn 0 * Inf into NaN where PyTorch (and the reference) compute no
+ * product: with a non-finite weight they hand the call to gemm, whose
+ * column scatter drops those products. The workspace covers both. */
+int nconv__view_all_finite(const nconv_view *v);
+size_t nconv__bwd_d_nonfinite_workspace(const nconv_core *c, int threads, size_t own);
 
 /* Preference order, reference last. */
 int nconv__algo_count(void);

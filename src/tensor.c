@@ -369,7 +369,8 @@ void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_v
                     for (int64_t k = 0; k < s[4]; k++) {
                         const double g = nconv__load(dy->data, dy->dt, VIEW_OFF(dy, n, c, i, j, k));
                         const double out = nconv__load(y->data, y->dt, VIEW_OFF(y, n, c, i, j, k));
-                        nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k), out > 0 ? g : 0.0);
+                        /* as torch's threshold_backward: a NaN output passes the gradient */
+                        nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k), out <= 0 ? 0.0 : g);
                     }
 }
 
@@ -382,6 +383,23 @@ void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alph
                     for (int64_t k = 0; k < s[4]; k++)
                         nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k),
                                       alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k)));
+}
+
+int nconv__view_all_finite(const nconv_view *v) {
+    const int64_t *s = v->shape;
+    if (v->dt == NCONV_F32 && nconv__view_is_dense(v)) {
+        const float *p = v->data;
+        float acc = 0; /* x * 0 is NaN exactly for non-finite x */
+        for (int64_t i = 0, n = nconv__view_numel(v); i < n; i++) acc += p[i] * 0.0f;
+        return acc == 0;
+    }
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < s[1]; c++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++)
+                        if (!isfinite(nconv__load(v->data, v->dt, VIEW_OFF(v, n, c, i, j, k)))) return 0;
+    return 1;
 }
 
 void nconv__fill(const nconv_view *dst, const nconv_view *bias) {

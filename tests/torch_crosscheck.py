@@ -148,6 +148,9 @@ def run_case(nconv, case, rng, tmp):
     for key, shape in (("ggx", xshape), ("ggw", wshape), ("ggb", [O])):
         if key in case.get("gg", ()):
             arrays[key] = rng.standard_normal(shape)
+    for name, (frac, value) in case.get("special", {}).items():
+        a = arrays[name]  # one element becomes NaN / Inf, at a position given as a fraction of the size
+        a.flat[int(frac * (a.size - 1))] = value
     args = [nconv, "compute", "--out", os.path.join(tmp, "out")]
     for name, a in arrays.items():
         path = os.path.join(tmp, name + ".npy")
@@ -204,6 +207,16 @@ def run_case(nconv, case, rng, tmp):
         got = np.load(path).astype(np.float64)
         if got.shape != want.shape:
             return False, "%s shape %s, torch %s" % (name, got.shape, want.shape)
+        if case.get("special"):  # NaN / Inf where torch has them, the rest compared as usual
+            def cls(a):
+                return np.where(np.isnan(a), 0, np.where(np.isposinf(a), 1, np.where(np.isneginf(a), 2, 3)))
+            diff = np.flatnonzero(cls(got) != cls(want))
+            if diff.size:
+                i = diff[0]
+                return False, "%s[%d] = %g, torch %g (%d elements differ in class)" % (
+                    name, i, got.flat[i], want.flat[i], diff.size)
+            fin = np.isfinite(want)
+            got, want = got[fin], want[fin]
         scale = max(np.abs(want).max() if want.size else 0.0, 1e-6)
         err = float(np.abs(got - want).max() / scale) if want.size else 0.0
         if not err <= TOL[case["dtype"]]:
@@ -263,6 +276,21 @@ def cases(rng, quick):
             out.append(make_case(rng, nd, **kw))
             out.append(make_case(rng, nd, transposed=True, output_padding=0, **kw))
         out.append(make_case(rng, nd, bdims={"x": 0, "dy": 0}, B=4, N=1, dy=True))  # per-sample gradients
+    # NaN and Inf in one element of an input: they reach what torch's reach, relu keeps NaN,
+    # zero padding multiplies (0 * Inf = NaN in y and dw) but takes no gradient (dx)
+    inf, nan = float("inf"), float("nan")
+    for nd in (1, 2):
+        for algo in (None, "gemm", "ref"):
+            pad = dict(pad_begin=1, pad_end=1)
+            out.append(make_case(rng, nd, algo=algo, special={"x": (0.3, nan)}, stride=2, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"w": (0.0, inf)}, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"w": (0.5, -inf)}, transposed=True, stride=2, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"dy": (0.6, inf)}, groups=2, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"b": (0.4, nan)}, relu=True, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"x": (0.9, -inf)}, relu=True, layout="nxc", **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"z": (0.2, nan), "w": (1.0, inf)}, z=True, **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"x": (0.0, inf)}, mode="reflect", **pad))
+            out.append(make_case(rng, nd, algo=algo, special={"w": (0.2, nan)}, C=4, O=4, groups=4, **pad))
     # dtypes and algorithms over a few feature mixes
     for nd, dtype, algo in itertools.product((1, 2, 3), ("f64", "f16", "bf16", "f32"), (None, "ref", "gemm")):
         if dtype == "f64" and algo == "gemm":

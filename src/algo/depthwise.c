@@ -51,9 +51,9 @@ static size_t sizes(const nconv_core *c, int threads, dw_sizes *s) {
 }
 
 static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    (void)dir;
     dw_sizes s;
-    return sizes(c, threads, &s);
+    const size_t own = sizes(c, threads, &s);
+    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
 typedef struct dw_ctx {
@@ -140,6 +140,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
 }
 
 static nconv_status dw_run(const nconv_exec *e) {
+    if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
     const nconv_core *c = e->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
     dw_sizes s;

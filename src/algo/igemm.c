@@ -177,7 +177,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
 
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
     ws_sizes s;
-    return sizes(c, dir, threads, &s);
+    const size_t own = sizes(c, dir, threads, &s);
+    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
 /* --------------------------------------------------- row GEMM (fwd, bwd_d) */
@@ -625,6 +626,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
 /* ------------------------------------------------------------------ run */
 
 static nconv_status igemm_run(const nconv_exec *e) {
+    if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
     const nconv_core *c = e->c;
     const nconv_direction dir = e->dir;
     const int threads = e->threads;

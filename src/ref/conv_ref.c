@@ -7,6 +7,11 @@
  * so they are exact adjoints of each other, padding modes included: a tap
  * reads (or, backwards, accumulates into) the input element that
  * nconv__map_index names. Summation order is fixed: results are deterministic.
+ *
+ * Zero padding behaves as explicit zeros in front of the input (PyTorch's
+ * semantics for NaN and Inf): forward and backward-weights multiply them
+ * (0 * Inf = NaN reaches y or dw), backward-data computes no gradient for
+ * them (dx only receives products of dy with weights).
  * `taps` is scratch for k[0] + k[1] + k[2] indices (the caller provides it).
  */
 #include "../internal.h"
@@ -19,6 +24,15 @@ typedef enum { REF_FWD, REF_BWD_D, REF_BWD_W } ref_dir;
 static void tap_table(const nconv_core *c, int ax, int64_t o, int64_t *idx) {
     for (int64_t t = 0; t < c->k[ax]; t++)
         idx[t] = nconv__map_index(o * c->s[ax] - c->pb[ax] + t * c->d[ax], c->in[ax], c->mode);
+}
+
+/* n taps over zero padding: products with zeros (forward: into the
+ * accumulator, backward-weights: into w), nothing for backward-data. */
+static void pad_taps(ref_dir dir, int64_t n, double *w, double yv, double *acc) {
+    for (int64_t t = 0; t < n; t++) {
+        if (dir == REF_FWD) *acc += 0.0 * w[t];
+        else if (dir == REF_BWD_W) w[t] += yv * 0.0;
+    }
 }
 
 static void ref_nest(const nconv_core *c, ref_dir dir, double *x, double *w, double *y, int64_t *td) {
@@ -44,15 +58,21 @@ static void ref_nest(const nconv_core *c, ref_dir dir, double *x, double *w, dou
                                 double *xc = x + (n * c->C + g * Cg + ci) * IS;
                                 double *wc = wo + ci * KS;
                                 for (int64_t kd = 0; kd < c->k[0]; kd++) {
-                                    if (td[kd] < 0) continue;
+                                    if (td[kd] < 0) {
+                                        pad_taps(dir, c->k[1] * c->k[2], wc + kd * c->k[1] * c->k[2], yv, &acc);
+                                        continue;
+                                    }
                                     for (int64_t kh = 0; kh < c->k[1]; kh++) {
-                                        if (th[kh] < 0) continue;
+                                        if (th[kh] < 0) {
+                                            pad_taps(dir, c->k[2], wc + (kd * c->k[1] + kh) * c->k[2], yv, &acc);
+                                            continue;
+                                        }
                                         double *xr = xc + (td[kd] * c->in[1] + th[kh]) * c->in[2];
                                         double *wr = wc + (kd * c->k[1] + kh) * c->k[2];
                                         switch (dir) {
                                         case REF_FWD:
                                             for (int64_t kw = 0; kw < c->k[2]; kw++)
-                                                if (tw[kw] >= 0) acc += xr[tw[kw]] * wr[kw];
+                                                acc += (tw[kw] >= 0 ? xr[tw[kw]] : 0.0) * wr[kw];
                                             break;
                                         case REF_BWD_D:
                                             for (int64_t kw = 0; kw < c->k[2]; kw++)
@@ -60,7 +80,7 @@ static void ref_nest(const nconv_core *c, ref_dir dir, double *x, double *w, dou
                                             break;
                                         case REF_BWD_W:
                                             for (int64_t kw = 0; kw < c->k[2]; kw++)
-                                                if (tw[kw] >= 0) wr[kw] += yv * xr[tw[kw]];
+                                                wr[kw] += yv * (tw[kw] >= 0 ? xr[tw[kw]] : 0.0);
                                             break;
                                         }
                                     }
