@@ -7,6 +7,7 @@ Usage: cli_bench.py NCONV_BINARY
 """
 import csv
 import io
+import os
 import subprocess
 import sys
 
@@ -14,7 +15,8 @@ HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_
 
 
 def main():
-    nconv = sys.argv[1]
+    # NCONV_TEST_WRAPPER (e.g. valgrind and its options) runs the CLI under a checker.
+    nconv = os.environ.get("NCONV_TEST_WRAPPER", "").split() + [sys.argv[1]]
     passed = failed = 0
 
     def check(cond, what):
@@ -23,14 +25,14 @@ def main():
         passed += bool(cond)
         failed += not cond
 
-    r = subprocess.run([nconv, "bench", "--csv", "--threads", "1", 'mb1ic8ih8oc16oh8kh3ph1n"small"',
+    r = subprocess.run(nconv + ["bench", "--csv", "--threads", "1", 'mb1ic8ih8oc16oh8kh3ph1n"small"',
                         '--transposed', 'mb1ic8ih4oc8oh8kh4sh2ph1n"deconv"'], capture_output=True, text=True)
     check(r.returncode == 0, "bench exits 0 (%s)" % r.stderr.strip()[-200:])
     lines = r.stdout.splitlines()
     check(lines and lines[0] == HEADER, "CSV header is the contract's")
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     check(len(rows) == 12, "2 problems x 3 directions x 2 layouts = 12 rows (got %d)" % len(rows))
-    peer = subprocess.run([nconv, "bench", "--threads", "1", "--dir", "fwd", "mb1ic8ih8oc8oh8kh3ph1"],
+    peer = subprocess.run(nconv + ["bench", "--threads", "1", "--dir", "fwd", "mb1ic8ih8oc8oh8kh3ph1"],
                           capture_output=True, text=True).stdout
     has_peer = "oneDNN peer: yes" in peer
     for row in rows:
@@ -41,7 +43,7 @@ def main():
         else:
             ok = ok and row["onednn_ms"] == "" and row["ratio"] == ""
         check(ok, "row %s %s %s: %s" % (row["name"], row["dir"], row["layout"], ",".join(row.values())))
-    r = subprocess.run([nconv, "bench", "--per-sample", "--csv", "--threads", "1", 'mb3ic4ih6oc8oh6kh3ph1n"ps"',
+    r = subprocess.run(nconv + ["bench", "--per-sample", "--csv", "--threads", "1", 'mb3ic4ih6oc8oh6kh3ph1n"ps"',
                         'mb3ic4iw9oc8ow9kw3pw1n"ps1d"', 'mb2ic2id4ih4iw4oc4od4oh4ow4kd3kh3kw3pd1ph1pw1n"3d"'],
                        capture_output=True, text=True)
     rows = list(csv.DictReader(io.StringIO(r.stdout)))

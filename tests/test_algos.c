@@ -246,7 +246,10 @@ static void test_determinism(void) {
             a.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
             a.has_b = 1;
             nconv_context_set_threads(ctx, 1);
-            if (run_all(ctx, &p, &a)) continue; /* the forced algorithm does not apply */
+            if (run_all(ctx, &p, &a)) { /* the forced algorithm does not apply */
+                operands_free(&a);
+                continue;
+            }
             for (int run = 0; run < 8; run++) {
                 const int threads = 1 + run % 4;
                 operands_make(&b, &p, layout, &rng, &fill);

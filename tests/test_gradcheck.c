@@ -2,7 +2,9 @@
  * Reference gradients against central finite differences in f64, for every
  * direction and feature: L = <act(conv(x, w) + b + alpha * z), r>, and
  * dL/dx, dL/dw, dL/db, dL/dz from nconv_backward with dy = r, checked at
- * random elements: |fd - analytic| <= 1e-6 * (1 + |analytic|).
+ * random elements: |fd - analytic| <= 1e-6 * (1 + |analytic|); the same for
+ * batched operands (vmap rules) in every combination, and for the double
+ * backward's three outputs.
  */
 #include "test_util.h"
 
@@ -76,6 +78,161 @@ static void one(nconv_context *ctx, const nconv_problem *p, nconv_activation act
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
+/* Batched operands (nconv_forward_batched / nconv_backward_batched): each of
+ * x, w, b, z batched or shared, the batch dim outermost or second (strides),
+ * L = sum_b <y[b], r[b]>; the gradient of a shared operand is the sum of its
+ * per-b gradients. */
+typedef struct bbuf {
+    double *v;
+    int64_t n, slice; /* elements in all, per b (0: shared operand, n == slice) */
+    nconv_tensor t;
+    int64_t bstride;
+} bbuf;
+
+static void bmake(bbuf *b, int rank, const int64_t *shape, int64_t B, int batched, int inner, uint64_t *rng) {
+    b->slice = 1;
+    for (int i = 0; i < rank; i++) b->slice *= shape[i];
+    b->n = batched ? B * b->slice : b->slice;
+    b->v = calloc((size_t)(b->n ? b->n : 1), sizeof(double));
+    for (int64_t i = 0; rng && i < b->n; i++) b->v[i] = test_uniform(rng);
+    nconv_tensor_init(&b->t, b->v, rank, shape, NCONV_LAYOUT_NCX);
+    b->bstride = batched ? b->slice : 0;
+    if (batched && inner && rank > 1) { /* memory [d0][B][rest]: the batch dim second */
+        b->t.stride[0] *= B;
+        b->bstride = b->slice / shape[0];
+    }
+}
+
+typedef struct bsetup {
+    nconv_problem p;
+    nconv_epilogue epi;
+    nconv_batch bt;
+    bbuf x, w, b, z, r, y, dx, dw, db, dz;
+} bsetup;
+
+static double bloss(nconv_context *ctx, bsetup *s) {
+    CHECK(nconv_forward_batched(ctx, &s->p, &s->epi, &s->bt, &s->x.t, &s->w.t, &s->b.t, &s->z.t, &s->y.t) ==
+              NCONV_OK,
+          "%s", nconv_last_error());
+    double l = 0;
+    for (int64_t i = 0; i < s->y.n; i++) l += s->y.v[i] * s->r.v[i];
+    return l;
+}
+
+/* Element i of param (as stored) -> the same logical element's gradient,
+ * summed over b when param is shared. Gradients are dense [B, slice]. */
+static void bcheck(nconv_context *ctx, bsetup *s, bbuf *param, const bbuf *grad, int rank, const int64_t *shape,
+                   const char *name, uint64_t *rng, int64_t B, const char *what) {
+    const double h = 1e-6;
+    for (int k = 0; k < 4; k++) {
+        /* A random logical element (b, index): its memory offset and its gradient. */
+        const int64_t b = param->bstride ? test_int(rng, 0, B - 1) : 0;
+        int64_t rem = test_int(rng, 0, param->slice - 1), off = b * param->bstride, lin = rem;
+        for (int d = rank - 1; d >= 0; d--) off += (rem % shape[d]) * param->t.stride[d], rem /= shape[d];
+        double an = 0;
+        for (int64_t bb = 0; bb < B; bb++)
+            if (!param->bstride || bb == b) an += grad->v[bb * grad->slice + lin];
+        const double keep = param->v[off];
+        param->v[off] = keep + h;
+        const double lp = bloss(ctx, s);
+        param->v[off] = keep - h;
+        const double lm = bloss(ctx, s);
+        param->v[off] = keep;
+        const double fd = (lp - lm) / (2 * h);
+        CHECK(fabs(fd - an) <= 1e-6 * (1 + fabs(an)), "batched d%s: fd %.10g, analytic %.10g (%s)", name, fd, an, what);
+    }
+}
+
+static void batched_one(nconv_context *ctx, const nconv_problem *p, int mask, uint64_t *rng) {
+    const int64_t B = 3;
+    bsetup s;
+    memset(&s, 0, sizeof s);
+    s.p = *p;
+    s.epi.activation = mask & 32 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY;
+    s.epi.alpha = 0.75;
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2, inner = (mask & 16) != 0;
+    bmake(&s.x, r, xs, B, mask & 1, inner, rng), bmake(&s.w, r, ws, B, mask & 2, inner, rng);
+    bmake(&s.b, 1, &oc, B, mask & 4, 0, rng), bmake(&s.z, r, ys, B, mask & 8, inner, rng);
+    bmake(&s.r, r, ys, B, 1, 0, rng), bmake(&s.y, r, ys, B, 1, 0, NULL);
+    bmake(&s.dx, r, xs, B, 1, 0, NULL), bmake(&s.dw, r, ws, B, 1, 0, NULL);
+    bmake(&s.db, 1, &oc, B, 1, 0, NULL), bmake(&s.dz, r, ys, B, 1, 0, NULL);
+    s.bt = (nconv_batch){B, s.x.bstride, s.w.bstride, s.b.bstride, s.z.bstride, s.y.bstride, s.r.bstride,
+                         s.dx.bstride, s.dw.bstride, s.db.bstride, s.dz.bstride};
+    bloss(ctx, &s);
+    char what[600] = "", desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    snprintf(what, sizeof what, "batched x %d w %d b %d z %d, bdim %d, relu %d: %s", mask & 1, (mask >> 1) & 1,
+             (mask >> 2) & 1, (mask >> 3) & 1, inner, (mask >> 5) & 1, desc);
+    CHECK(nconv_backward_batched(ctx, p, &s.epi, &s.bt, &s.x.t, &s.w.t, &s.y.t, &s.r.t, &s.dx.t, &s.dw.t, &s.db.t,
+                                 &s.dz.t) == NCONV_OK,
+          "%s: %s", what, nconv_last_error());
+    bcheck(ctx, &s, &s.x, &s.dx, r, xs, "x", rng, B, what);
+    bcheck(ctx, &s, &s.w, &s.dw, r, ws, "w", rng, B, what);
+    bcheck(ctx, &s, &s.b, &s.db, 1, &oc, "b", rng, B, what);
+    bcheck(ctx, &s, &s.z, &s.dz, r, ys, "z", rng, B, what);
+    bbuf *all[] = {&s.x, &s.w, &s.b, &s.z, &s.r, &s.y, &s.dx, &s.dw, &s.db, &s.dz};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
+}
+
+/* Double backward: L2 = <dx, ggx> + <dw, ggw> + <db, ggb> with (dx, dw, db) =
+ * nconv_backward(x, w, dy); ggy, gx, gw from nconv_double_backward are its
+ * gradients with respect to dy, x and w. */
+typedef struct dsetup {
+    nconv_problem p;
+    buf x, w, dy, ggx, ggw, ggb, dx, dw, db, ggy, gx, gw;
+} dsetup;
+
+static double dloss(nconv_context *ctx, dsetup *s) {
+    nconv_backward(ctx, &s->p, NULL, &s->x.t, &s->w.t, NULL, &s->dy.t, &s->dx.t, &s->dw.t, &s->db.t, NULL, NULL, 0);
+    double l = 0;
+    for (int64_t i = 0; i < s->dx.n; i++) l += s->dx.v[i] * s->ggx.v[i];
+    for (int64_t i = 0; i < s->dw.n; i++) l += s->dw.v[i] * s->ggw.v[i];
+    for (int64_t i = 0; i < s->db.n; i++) l += s->db.v[i] * s->ggb.v[i];
+    return l;
+}
+
+static void dcheck(nconv_context *ctx, dsetup *s, buf *param, const buf *grad, const char *name, uint64_t *rng,
+                   const char *desc) {
+    const double h = 1e-6;
+    for (int k = 0; k < 5 && param->n > 0; k++) {
+        const int64_t i = test_int(rng, 0, param->n - 1);
+        const double keep = param->v[i];
+        param->v[i] = keep + h;
+        const double lp = dloss(ctx, s);
+        param->v[i] = keep - h;
+        const double lm = dloss(ctx, s);
+        param->v[i] = keep;
+        const double fd = (lp - lm) / (2 * h), an = grad->v[i];
+        CHECK(fabs(fd - an) <= 1e-6 * (1 + fabs(an)), "double backward %s[%lld]: fd %.10g, analytic %.10g on %s", name,
+              (long long)i, fd, an, desc);
+    }
+}
+
+static void double_one(nconv_context *ctx, const nconv_problem *p, uint64_t *rng) {
+    dsetup s;
+    memset(&s, 0, sizeof s);
+    s.p = *p;
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2;
+    make(&s.x, r, xs, rng, 1), make(&s.w, r, ws, rng, 1), make(&s.dy, r, ys, rng, 1);
+    make(&s.ggx, r, xs, rng, 1), make(&s.ggw, r, ws, rng, 1), make(&s.ggb, 1, &oc, rng, 1);
+    make(&s.dx, r, xs, rng, 0), make(&s.dw, r, ws, rng, 0), make(&s.db, 1, &oc, rng, 0);
+    make(&s.ggy, r, ys, rng, 0), make(&s.gx, r, xs, rng, 0), make(&s.gw, r, ws, rng, 0);
+    char desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    CHECK(nconv_double_backward(ctx, p, &s.x.t, &s.w.t, &s.dy.t, &s.ggx.t, &s.ggw.t, &s.ggb.t, &s.ggy.t, &s.gx.t,
+                                &s.gw.t) == NCONV_OK,
+          "%s: %s", desc, nconv_last_error());
+    dcheck(ctx, &s, &s.dy, &s.ggy, "ggy", rng, desc);
+    dcheck(ctx, &s, &s.x, &s.gx, "gx", rng, desc);
+    dcheck(ctx, &s, &s.w, &s.gw, "gw", rng, desc);
+    buf *all[] = {&s.x, &s.w, &s.dy, &s.ggx, &s.ggw, &s.ggb, &s.dx, &s.dw, &s.db, &s.ggy, &s.gx, &s.gw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
+}
+
 int main(void) {
     nconv_context *ctx;
     nconv_context_create(&ctx);
@@ -107,6 +264,41 @@ int main(void) {
             one(ctx, &p, act, feature % 2 ? -0.5 : 1.5, &rng);
         }
     }
+    /* Batched: every combination of batched operands, both bdim positions,
+     * groups 1 and 2, transposed or not, 1-3D (f64: the reference runs it). */
+    nconv_context *dflt;
+    nconv_context_create(&dflt);
+    for (int mask = 0; mask < 64; mask++)
+        for (int variant = 0; variant < 4; variant++) {
+            nconv_problem p;
+            const int nd = 1 + (mask + variant) % 3;
+            nconv_problem_init(&p, nd);
+            p.batch = 2, p.in_channels = 4, p.out_channels = 2, p.dtype = NCONV_F64;
+            p.groups = 1 + variant % 2;
+            p.transposed = variant / 2;
+            for (int i = 0; i < nd; i++) {
+                p.in_size[i] = 4, p.kernel[i] = 2, p.stride[i] = 1 + i % 2, p.pad_begin[i] = 1;
+                if (p.transposed) p.output_padding[i] = i % 2;
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "%s", nconv_last_error());
+            batched_one(dflt, &p, mask, &rng);
+        }
+    /* Double backward, 1-3D, groups, transposed. */
+    for (int nd = 1; nd <= 3; nd++)
+        for (int variant = 0; variant < 4; variant++) {
+            nconv_problem p;
+            nconv_problem_init(&p, nd);
+            p.batch = 2, p.in_channels = 4, p.out_channels = 6, p.dtype = NCONV_F64;
+            p.groups = 1 + variant % 2;
+            p.transposed = variant / 2;
+            for (int i = 0; i < nd; i++) {
+                p.in_size[i] = 4, p.kernel[i] = 3, p.stride[i] = 2, p.pad_begin[i] = 1, p.dilation[i] = 1 + i % 2;
+                if (p.transposed) p.output_padding[i] = 1;
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "%s", nconv_last_error());
+            double_one(dflt, &p, &rng);
+        }
+    nconv_context_destroy(dflt);
     nconv_context_destroy(ctx);
     return test_summary();
 }

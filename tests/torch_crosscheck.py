@@ -151,7 +151,7 @@ def run_case(nconv, case, rng, tmp):
     for name, (frac, value) in case.get("special", {}).items():
         a = arrays[name]  # one element becomes NaN / Inf, at a position given as a fraction of the size
         a.flat[int(frac * (a.size - 1))] = value
-    args = [nconv, "compute", "--out", os.path.join(tmp, "out")]
+    args = nconv + ["compute", "--out", os.path.join(tmp, "out")]
     for name, a in arrays.items():
         path = os.path.join(tmp, name + ".npy")
         np.save(path, np.asarray(round_to(a, case["dtype"]).numpy(), dtype=np_dt))
@@ -307,7 +307,8 @@ def cases(rng, quick):
 
 
 def main():
-    nconv = sys.argv[1]
+    # NCONV_TEST_WRAPPER (e.g. valgrind and its options) runs the CLI under a checker.
+    nconv = os.environ.get("NCONV_TEST_WRAPPER", "").split() + [sys.argv[1]]
     quick = "--quick" in sys.argv
     rng = np.random.default_rng(1234)
     passed = failed = 0

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes: 0 success, 1 a check failed or the library failed, 2 invalid input. */
 enum { EXIT_CHECK_FAILED = 1, EXIT_INVALID = 2 };
@@ -97,6 +98,8 @@ typedef struct npy_array {
 } npy_array;
 
 int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
+/* The same from an open stream; path names it in messages. */
+int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t errcap);
 /* Writes a C-order array of the given dtype (bf16 data must be given as f32). */
 int npy_write(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape, char *err,
               size_t errcap);

@@ -36,6 +36,22 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap) {
         snprintf(why, sizeof why, "cannot open: %s", strerror(errno));
         return err_out(err, errcap, path, why);
     }
+    int rc = npy_read_stream(f, path, a, err, errcap);
+    fclose(f);
+    return rc;
+}
+
+/* Bytes from the position to the end of a seekable stream, -1 if unknown. */
+static long remaining(FILE *f) {
+    long pos = ftell(f);
+    if (pos < 0 || fseek(f, 0, SEEK_END)) return -1;
+    long end = ftell(f);
+    if (fseek(f, pos, SEEK_SET) || end < pos) return -1;
+    return end - pos;
+}
+
+int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t errcap) {
+    memset(a, 0, sizeof *a);
     unsigned char pre[12];
     int rc = -1;
     char *h = NULL;
@@ -116,6 +132,14 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap) {
         }
     }
     size_t nbytes = (size_t)a->numel * isz;
+    /* Checked before allocating: a header may promise far more than the file holds. */
+    const long left = remaining(f);
+    if (left >= 0 && (size_t)left != nbytes) {
+        err_out(err, errcap, path,
+                (size_t)left < nbytes ? "truncated data (file shorter than its shape says)"
+                                      : "trailing bytes after the data");
+        goto done;
+    }
     unsigned char *raw = malloc(nbytes ? nbytes : 1);
     a->data = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
     if (!raw || !a->data) {
@@ -166,7 +190,6 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errcap) {
 done:
     if (rc) npy_free(a);
     free(h);
-    fclose(f);
     return rc;
 }
 
