@@ -112,8 +112,9 @@ static int bench_per_sample(nconv_context *ctx, const problem_list *l, nconv_lay
         if (B < 1 || nconv_problem_shapes(&ps.one, xs, ws, ys) || to_tensor_batch(NULL, B, r, xs, NCONV_F32, layout, &ps.x) ||
             to_tensor_batch(NULL, B, r, ys, NCONV_F32, layout, &ps.dy) || to_tensor_batch(NULL, B, r, ws, NCONV_F32, layout, &ps.dw) ||
             to_tensor_batch(NULL, B, 1, &oc, NCONV_F32, layout, &ps.db)) {
-            fprintf(stderr, "nconv: %s: cannot set up the per-sample problem\n", desc);
+            fprintf(stderr, "nconv: %s: cannot set up the per-sample problem (out of memory)\n", desc);
             failures++;
+            free(ps.x.buf), free(ps.dy.buf), free(ps.dw.buf), free(ps.db.buf);
             continue;
         }
         ps.bt = (nconv_batch){B, ps.x.batch_stride, 0, 0, 0, 0, ps.dy.batch_stride, 0, ps.dw.batch_stride, ps.db.batch_stride, 0};
@@ -121,13 +122,14 @@ static int bench_per_sample(nconv_context *ctx, const problem_list *l, nconv_lay
         const double ms = time_ms(run_per_sample, &ps, &st);
         run_data d;
         double whole = 0;
-        if (!st && !run_data_init(&d, &cp->p, layout, 11)) {
+        const int no_memory = !st && run_data_init(&d, &cp->p, layout, 11);
+        if (!st && !no_memory) {
             whole_batch wb = {ctx, &d};
             whole = time_ms(run_whole_bwd_w, &wb, &st);
             run_data_free(&d);
         }
-        if (st) {
-            fprintf(stderr, "nconv: %s: %s\n", desc, nconv_last_error());
+        if (st || no_memory) {
+            fprintf(stderr, "nconv: %s: %s\n", desc, no_memory ? "cannot allocate the operands (out of memory)" : nconv_last_error());
             failures++;
         } else if (csv) {
             printf("%s,%s,%lld,%d,%.4f,%.4f,%.3f\n", cp->name, desc, (long long)B, threads, ms, whole, ms / whole);
@@ -226,8 +228,13 @@ int cmd_bench(int argc, char **argv) {
             for (int li = 0; li < nlayouts; li++) {
                 run_data d;
                 const char *algo = "?";
-                if (run_data_init(&d, &cp->p, layouts[li], 7 + k) || run_dir(ctx, &d, dir) ||
-                    nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
+                if (run_data_init(&d, &cp->p, layouts[li], 7 + k)) {
+                    fprintf(stderr, "nconv: %s %s: cannot allocate the operands (out of memory)\n", desc,
+                            dir_names[dir]);
+                    failures++;
+                    continue;
+                }
+                if (run_dir(ctx, &d, dir) || nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
                     fprintf(stderr, "nconv: %s %s: %s\n", desc, dir_names[dir], nconv_last_error());
                     failures++;
                     run_data_free(&d);
