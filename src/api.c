@@ -117,7 +117,7 @@ static size_t backward_ws(nconv_context *ctx, const operands *o) {
     size_t a = algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D);
     size_t b = algo_workspace(ctx, &o->c, NCONV_DIR_BWD_W);
     size_t g = nconv__ws_round(sizeof(double) * (size_t)prod(o->ys, o->p.ndims + 2));
-    size_t db = nconv__ws_round(sizeof(double) * (size_t)o->p.out_channels);
+    size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
     size_t m = a > b ? a : b;
     if (db > m) m = db;
     return 64 + g + m;
@@ -252,7 +252,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
         else st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &dpre, &dwv, &xv, NULL, &arena);
     }
     if (db && !st) {
-        double *sum = nconv__arena_take(&arena, sizeof(double) * (size_t)o.ys[1]);
+        double *sum = nconv__arena_take(&arena, 5 * sizeof(double) * (size_t)o.ys[1]);
         nconv__channel_sums(&dpre, sum);
         nconv_view dbv;
         make_vec_view(p, db, o.ys[1], &dbv);

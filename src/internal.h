@@ -133,6 +133,7 @@ void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
  * order (deterministic). */
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
+/* sums: room for 5 * channels doubles (the rest is scratch); results first. */
 void nconv__channel_sums(const nconv_view *src, double *sums);
 /* dst = bias broadcast over dim 1 (bias: rank-1 view, or NULL for zeros). */
 void nconv__fill(const nconv_view *dst, const nconv_view *bias);

@@ -414,36 +414,40 @@ void nconv__fill(const nconv_view *dst, const nconv_view *bias) {
 }
 
 void nconv__channel_sums(const nconv_view *src, double *sums) {
-    const int64_t *s = src->shape;
+    const int64_t *s = src->shape, C = s[1];
     const int64_t S = s[2] * s[3] * s[4];
-    /* Fast paths keep the generic order (per channel: n, then spatial), so
-     * every layout gives the same bits. */
+    /* Per channel, four partial sums by spatial index mod 4, each over n then
+     * spatial, combined as (l0 + l1) + (l2 + l3): the same bits in every
+     * layout, and the NCHW path is not one long dependency chain. */
+    double *lane = sums + C; /* lane[l * C + c] */
+    for (int64_t i = 0; i < 4 * C; i++) lane[i] = 0;
     if (nconv__view_is_nxc_f32(src)) {
-        for (int64_t c = 0; c < s[1]; c++) sums[c] = 0;
         const float *x = src->data;
-        for (int64_t p = 0; p < s[0] * S; p++, x += s[1])
-            for (int64_t c = 0; c < s[1]; c++) sums[c] += x[c];
-        return;
-    }
-    if (src->dt == NCONV_F32 && spatial_dense(src)) {
-        for (int64_t c = 0; c < s[1]; c++) {
-            double acc = 0;
+        for (int64_t n = 0; n < s[0]; n++)
+            for (int64_t p = 0; p < S; p++, x += C) {
+                double *l = lane + (p % 4) * C;
+                for (int64_t c = 0; c < C; c++) l[c] += x[c];
+            }
+    } else if (src->dt == NCONV_F32 && spatial_dense(src)) {
+        for (int64_t c = 0; c < C; c++) {
+            double a[4] = {0, 0, 0, 0};
             for (int64_t n = 0; n < s[0]; n++) {
                 const float *x = (const float *)src->data + n * src->stride[0] + c * src->stride[1];
-                for (int64_t i = 0; i < S; i++) acc += x[i];
+                int64_t i = 0;
+                for (; i + 4 <= S; i += 4) a[0] += x[i], a[1] += x[i + 1], a[2] += x[i + 2], a[3] += x[i + 3];
+                for (; i < S; i++) a[i % 4] += x[i];
             }
-            sums[c] = acc;
+            for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
         }
-        return;
+    } else {
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t n = 0; n < s[0]; n++)
+                for (int64_t i = 0, p = 0; i < s[2]; i++)
+                    for (int64_t j = 0; j < s[3]; j++)
+                        for (int64_t k = 0; k < s[4]; k++, p++)
+                            lane[(p % 4) * C + c] += nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k));
     }
-    for (int64_t c = 0; c < s[1]; c++) {
-        double acc = 0; /* fixed order: n, then spatial */
-        for (int64_t n = 0; n < s[0]; n++)
-            for (int64_t i = 0; i < s[2]; i++)
-                for (int64_t j = 0; j < s[3]; j++)
-                    for (int64_t k = 0; k < s[4]; k++) acc += nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k));
-        sums[c] = acc;
-    }
+    for (int64_t c = 0; c < C; c++) sums[c] = (lane[c] + lane[C + c]) + (lane[2 * C + c] + lane[3 * C + c]);
 }
 
 void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nconv_view *like) {

@@ -7,6 +7,14 @@
  *   bwd_w: dw[c][t] = sum_p dy[p][c] * x[pix(p, t)][c]
  * Threads split pixels (fwd, bwd_d) or channel blocks (bwd_w); every output
  * is summed in a fixed order, so results do not depend on the thread count.
+ *
+ * Data that is not channels-last f32 (NCHW, other dtypes, views) takes the
+ * plane path instead, with no layout change: one channel at a time, its
+ * input (x, or dy for bwd_d) is copied into a small padded volume (padding
+ * modes applied, W split into stride phases so every tap reads a contiguous
+ * run), and each output row is a sum over taps of shifted rows of it
+ * (pixels are the vector dimension). bwd_d takes this path for stride 1
+ * only (flipped taps over dy padded by the kernel extent).
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
@@ -50,11 +58,6 @@ static size_t sizes(const nconv_core *c, int threads, dw_sizes *s) {
            nconv__ws_round(s->zero) + (size_t)threads * nconv__ws_round(s->scratch);
 }
 
-static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    dw_sizes s;
-    const size_t own = sizes(c, threads, &s);
-    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
-}
 
 typedef struct dw_ctx {
     const nconv_core *c;
@@ -139,8 +142,254 @@ static void dw_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* ------------------------------------------------------------ plane path */
+
+typedef struct plane_geo {
+    int64_t P[3];   /* padded volume: the coordinates the windows sweep */
+    int64_t lo[3];  /* input coordinate of padded index 0 */
+    int64_t src[3]; /* size of the padded input (x, or dy for bwd_d) */
+    int64_t ph, Wq; /* W stride phases and the width of each */
+    int64_t rows[2], rowlen; /* output rows (dims 0, 1) and their length */
+    size_t vol, scratch; /* floats of the volume; bytes of per-thread scratch */
+} plane_geo;
+
+static int plane_applies(const nconv_core *c, nconv_direction dir) {
+    if (dir != NCONV_DIR_BWD_D) return 1;
+    return c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1 && c->mode == NCONV_PAD_ZEROS;
+}
+
+static void plane_geometry(const nconv_core *c, nconv_direction dir, plane_geo *g) {
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    for (int a = 0; a < 3; a++) {
+        const int64_t ext = (c->k[a] - 1) * c->d[a];
+        if (bwd_d) { /* dx[i] = sum_k w[k] * dy[i + pb - k d]: dy rows pb - ext .. in - 1 + pb */
+            g->lo[a] = c->pb[a] - ext, g->P[a] = c->in[a] + ext, g->src[a] = c->out[a];
+        } else {
+            g->lo[a] = -c->pb[a], g->P[a] = (c->out[a] - 1) * c->s[a] + ext + 1, g->src[a] = c->in[a];
+        }
+    }
+    g->ph = bwd_d ? 1 : c->s[2];
+    g->Wq = (g->P[2] + g->ph - 1) / g->ph;
+    const int64_t *o = bwd_d ? c->in : c->out;
+    g->rows[0] = o[0], g->rows[1] = o[1], g->rowlen = o[2];
+    g->vol = (size_t)(g->ph * g->P[0] * g->P[1] * g->Wq);
+    const int64_t KS = nconv__core_kernel_spatial(c), OS = o[0] * o[1] * o[2];
+    /* volume, tap pointers and offsets, W index map, one output row, a dense dy plane (bwd_w), taps or tap sums */
+    g->scratch = nconv__ws_round(sizeof(float) * g->vol) + 2 * nconv__ws_round(sizeof(float *) * (size_t)KS) +
+                 nconv__ws_round(sizeof(int64_t) * (size_t)g->P[2]) + nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->rowlen)) +
+                 nconv__ws_round(sizeof(float) * (size_t)(dir == NCONV_DIR_BWD_W ? OS : 0)) +
+                 nconv__ws_round(sizeof(float) * (size_t)KS);
+}
+
+typedef struct plane_ctx {
+    const nconv_core *c;
+    nconv_direction dir;
+    const nconv_kernels *k;
+    const plane_geo *g;
+    const nconv_view *in, *out, *dy; /* in: read into the volume; out: written; dy: bwd_w's other operand */
+    const nconv_view *w;             /* weights [C, 1, k...] */
+    const nconv_epi *epi;
+    char *scratch;
+    size_t stride;
+} plane_ctx;
+
+static inline double view_at(const nconv_view *v, int64_t n, int64_t ch, int64_t i, int64_t j, int64_t k) {
+    return nconv__load(v->data, v->dt, n * v->stride[0] + ch * v->stride[1] + i * v->stride[2] + j * v->stride[3] +
+                                           k * v->stride[4]);
+}
+
+/* The padded volume of channel ch of image n: vol[phase][i][j][q] holds
+ * padded coordinate (i, j, q * ph + phase). wmap: the input column of each
+ * padded column (-1: zero), the same for every row. */
+static void fill_volume(const plane_ctx *pc, int64_t n, int64_t ch, float *vol, const int64_t *wmap, int64_t run_lo,
+                        int64_t run_hi) {
+    const plane_geo *g = pc->g;
+    const nconv_view *v = pc->in;
+    const nconv_padding_mode mode = pc->dir == NCONV_DIR_BWD_D ? NCONV_PAD_ZEROS : pc->c->mode;
+    const int fast = v->dt == NCONV_F32 && (v->stride[4] == 1 || g->src[2] == 1);
+    const size_t phase_stride = (size_t)(g->P[0] * g->P[1] * g->Wq);
+    const int64_t P2 = g->P[2], ph = g->ph;
+    for (int64_t i = 0; i < g->P[0]; i++) {
+        const int64_t si = nconv__map_index(i + g->lo[0], g->src[0], mode);
+        for (int64_t j = 0; j < g->P[1]; j++) {
+            const int64_t sj = nconv__map_index(j + g->lo[1], g->src[1], mode);
+            float *row = vol + (i * g->P[1] + j) * g->Wq;
+            if (si < 0 || sj < 0) {
+                for (int64_t p = 0; p < ph; p++) memset(row + p * phase_stride, 0, sizeof(float) * (size_t)g->Wq);
+                continue;
+            }
+            const int64_t off = n * v->stride[0] + ch * v->stride[1] + si * v->stride[2] + sj * v->stride[3];
+            if (!fast) {
+                for (int64_t q = 0; q < P2; q++)
+                    row[(q % ph) * phase_stride + q / ph] =
+                        wmap[q] < 0 ? 0.0f : (float)nconv__load(v->data, v->dt, off + wmap[q] * v->stride[4]);
+                continue;
+            }
+            const float *src = (const float *)v->data + off;
+            if (ph == 1) { /* the columns that read the row in order are one copy */
+                for (int64_t q = 0; q < run_lo; q++) row[q] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+                if (run_hi > run_lo) memcpy(row + run_lo, src + wmap[run_lo], sizeof(float) * (size_t)(run_hi - run_lo));
+                for (int64_t q = run_hi; q < P2; q++) row[q] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+                continue;
+            }
+            for (int64_t p = 0; p < ph; p++) {
+                float *dst = row + p * phase_stride;
+                int64_t jq = 0;
+                for (int64_t q = p; q < P2; q += ph, jq++) dst[jq] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+            }
+        }
+    }
+}
+
+/* Offset of each tap's run from the start of an output row's window. */
+static void plane_tap_offsets(const nconv_core *c, nconv_direction dir, const plane_geo *g, int64_t *toff) {
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    const int64_t phase_stride = g->P[0] * g->P[1] * g->Wq;
+    int64_t t = 0;
+    for (int64_t k0 = 0; k0 < c->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                /* fwd, bwd_w: padded coordinate r s + k d; bwd_d: i + (k_max - k) d (flipped taps) */
+                const int64_t i = (bwd_d ? c->k[0] - 1 - k0 : k0) * c->d[0];
+                const int64_t j = (bwd_d ? c->k[1] - 1 - k1 : k1) * c->d[1];
+                const int64_t q = (bwd_d ? c->k[2] - 1 - k2 : k2) * c->d[2];
+                toff[t] = (q % g->ph) * phase_stride + (i * g->P[1] + j) * g->Wq + q / g->ph;
+            }
+}
+
+static inline void plane_taps(const plane_geo *g, const nconv_core *c, int bwd_d, const float *vol, const int64_t *toff,
+                              int64_t KS, int64_t r0, int64_t r1, const float **src) {
+    const int64_t i = bwd_d ? r0 : r0 * c->s[0], j = bwd_d ? r1 : r1 * c->s[1];
+    const float *base = vol + (i * g->P[1] + j) * g->Wq;
+    for (int64_t t = 0; t < KS; t++) src[t] = base + toff[t];
+}
+
+static void plane_task(void *arg, int tid, int nthreads) {
+    const plane_ctx *pc = arg;
+    const nconv_core *c = pc->c;
+    const plane_geo *g = pc->g;
+    const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
+    char *sp = pc->scratch + (size_t)tid * pc->stride;
+    float *vol = (float *)sp;
+    sp += nconv__ws_round(sizeof(float) * g->vol);
+    const float **src = (const float **)sp;
+    sp += nconv__ws_round(sizeof(float *) * (size_t)KS);
+    int64_t *toff = (int64_t *)sp;
+    sp += nconv__ws_round(sizeof(float *) * (size_t)KS);
+    int64_t *wmap = (int64_t *)sp;
+    sp += nconv__ws_round(sizeof(int64_t) * (size_t)g->P[2]);
+    float *rowbuf = (float *)sp; /* the rows of one r0 */
+    sp += nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->rowlen));
+    float *dyplane = (float *)sp;
+    sp += nconv__ws_round(sizeof(float) * (size_t)(pc->dir == NCONV_DIR_BWD_W ? c->out[0] * c->out[1] * c->out[2] : 0));
+    float *wt = (float *)sp; /* the channel's taps (fwd, bwd_d) or tap sums (bwd_w) */
+    const nconv_view *w = pc->w;
+    const int bwd_d = pc->dir == NCONV_DIR_BWD_D;
+    plane_tap_offsets(c, pc->dir, g, toff);
+    const int64_t pitch = (bwd_d ? 1 : c->s[1]) * g->Wq; /* volume floats between output rows */
+    /* wmap and the run of padded columns that read the input in order */
+    const nconv_padding_mode mode = bwd_d ? NCONV_PAD_ZEROS : c->mode;
+    int64_t run_lo = g->P[2], run_hi = g->P[2];
+    for (int64_t q = 0; q < g->P[2]; q++) {
+        wmap[q] = nconv__map_index(q + g->lo[2], g->src[2], mode);
+        if (q + g->lo[2] >= 0 && q + g->lo[2] < g->src[2]) {
+            if (run_lo == g->P[2]) run_lo = q;
+            run_hi = q + 1;
+        }
+    }
+    int64_t b, e;
+    if (pc->dir == NCONV_DIR_BWD_W) { /* channels: each sums over its images in a fixed order */
+        nconv__split(C, tid, nthreads, &b, &e);
+        const nconv_view *dy = pc->dy;
+        const int64_t OS = c->out[0] * c->out[1] * c->out[2];
+        for (int64_t ch = b; ch < e; ch++) {
+            for (int64_t t = 0; t < KS; t++) wt[t] = 0.0f;
+            for (int64_t n = 0; n < c->N; n++) {
+                fill_volume(pc, n, ch, vol, wmap, run_lo, run_hi);
+                const float *d = dyplane;
+                const int dense = dy->dt == NCONV_F32 && (c->out[2] == 1 || dy->stride[4] == 1) &&
+                                  (c->out[1] == 1 || dy->stride[3] == c->out[2]) &&
+                                  (c->out[0] == 1 || dy->stride[2] == c->out[1] * c->out[2]);
+                if (dense) {
+                    d = (const float *)dy->data + n * dy->stride[0] + ch * dy->stride[1];
+                } else {
+                    for (int64_t p = 0; p < OS; p++)
+                        dyplane[p] = (float)view_at(dy, n, ch, p / (c->out[1] * c->out[2]),
+                                                    (p / c->out[2]) % c->out[1], p % c->out[2]);
+                }
+                for (int64_t r0 = 0; r0 < g->rows[0]; r0++) {
+                    plane_taps(g, c, bwd_d, vol, toff, KS, r0, 0, src);
+                    pc->k->dwdot(g->rows[1], g->rowlen, KS, d + r0 * g->rows[1] * g->rowlen, g->rowlen, src, pitch, wt);
+                }
+            }
+            for (int64_t t = 0; t < KS; t++) {
+                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+                nconv__store1(w->data, w->dt, ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4],
+                              wt[t]);
+            }
+        }
+        return;
+    }
+    /* fwd, bwd_d: planes (n, ch); the epilogue (bias, alpha z, relu) on store */
+    nconv__split(c->N * C, tid, nthreads, &b, &e);
+    const nconv_view *out = pc->out;
+    const nconv_epi *epi = pc->epi;
+    const int direct = out->dt == NCONV_F32 && (out->stride[4] == 1 || g->rowlen == 1) && !(epi && epi->z);
+    for (int64_t pl = b; pl < e; pl++) {
+        const int64_t n = pl / C, ch = pl % C;
+        for (int64_t t = 0; t < KS; t++) {
+            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+            wt[t] = (float)nconv__load(w->data, w->dt,
+                                       ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4]);
+        }
+        const float bias = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, ch * epi->bias->stride[0]) : 0.0f;
+        const int relu = epi && epi->relu;
+        fill_volume(pc, n, ch, vol, wmap, run_lo, run_hi);
+        for (int64_t r0 = 0; r0 < g->rows[0]; r0++) {
+            plane_taps(g, c, bwd_d, vol, toff, KS, r0, 0, src);
+            const int64_t base = n * out->stride[0] + ch * out->stride[1] + r0 * out->stride[2];
+            if (direct) {
+                pc->k->dwrow(g->rows[1], g->rowlen, KS, src, pitch, wt, bias, (float *)out->data + base,
+                             out->stride[3], relu);
+                continue;
+            }
+            pc->k->dwrow(g->rows[1], g->rowlen, KS, src, pitch, wt, bias, rowbuf, g->rowlen, 0);
+            for (int64_t r1 = 0; r1 < g->rows[1]; r1++)
+                for (int64_t q = 0; q < g->rowlen; q++) {
+                    double v = rowbuf[r1 * g->rowlen + q];
+                    if (epi && epi->z) v += epi->alpha * view_at(epi->z, n, ch, r0, r1, q);
+                    if (relu && v < 0) v = 0.0; /* NaN stays NaN */
+                    nconv__store1(out->data, out->dt, base + r1 * out->stride[3] + q * out->stride[4], v);
+                }
+        }
+    }
+}
+
+static nconv_status plane_run(const nconv_exec *e) {
+    plane_geo g;
+    plane_geometry(e->c, e->dir, &g);
+    char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * g.scratch);
+    if (!scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
+    const int bwd_d = e->dir == NCONV_DIR_BWD_D;
+    plane_ctx pc = {e->c, e->dir, nconv__kernels(), &g, bwd_d ? e->y : e->x, NULL, e->y, e->w, e->epi, scratch, g.scratch};
+    pc.out = e->dir == NCONV_DIR_FWD ? e->y : e->x;
+    nconv__parallel(e->threads, plane_task, &pc);
+    return NCONV_OK;
+}
+
+/* The plane path serves data that is not channels-last f32 already. */
+static int use_planes(const nconv_exec *e) {
+    if (!plane_applies(e->c, e->dir)) return 0;
+    switch (e->dir) {
+    case NCONV_DIR_FWD: return !nconv__view_is_nxc_f32(e->x);
+    case NCONV_DIR_BWD_D: return !nconv__view_is_nxc_f32(e->y);
+    default: return !nconv__view_is_nxc_f32(e->x) || !nconv__view_is_nxc_f32(e->y);
+    }
+}
+
 static nconv_status dw_run(const nconv_exec *e) {
     if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
+    if (use_planes(e)) return plane_run(e);
     const nconv_core *c = e->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
     dw_sizes s;
@@ -185,6 +434,15 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv__parallel(e->threads, dw_task, &d);
     if (!fuse) nconv__scatter_nxc_f32(out, d.out, e->epi);
     return NCONV_OK;
+}
+
+static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    dw_sizes s;
+    size_t own = sizes(c, threads, &s);
+    plane_geo g;
+    plane_geometry(c, dir, &g);
+    if ((size_t)threads * g.scratch > own) own = (size_t)threads * g.scratch;
+    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
 const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run};

@@ -41,6 +41,15 @@ typedef void (*nconv_f32_dwconv_fn)(int64_t channels, int64_t ks, const float *c
 /* acc[i] += a[i] * b[i] for i < n. */
 typedef void (*nconv_f32_vmacc_fn)(int64_t n, const float *a, const float *b, float *acc);
 
+/* Depthwise on rows of one channel (pixels are the vector dimension), for
+ * r < rows, j < n, t < ks:
+ * dwrow: out[r * out_pitch + j] = act(init + sum_t w[t] * src[t][r * src_pitch + j]);
+ * dwdot: acc[t] += sum_{r, j} a[r * a_pitch + j] * src[t][r * src_pitch + j]. */
+typedef void (*nconv_f32_dwrow_fn)(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
+                                   const float *w, float init, float *out, int64_t out_pitch, int relu);
+typedef void (*nconv_f32_dwdot_fn)(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
+                                   const float *const *src, int64_t src_pitch, float *acc);
+
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
 typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
@@ -48,6 +57,10 @@ typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *
 void nconv_f32_dwconv__generic(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                                const float *init, float *out, int relu);
 void nconv_f32_vmacc__generic(int64_t n, const float *a, const float *b, float *acc);
+void nconv_f32_dwrow__generic(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
+                              const float *w, float init, float *out, int64_t out_pitch, int relu);
+void nconv_f32_dwdot__generic(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
+                              const float *const *src, int64_t src_pitch, float *acc);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
@@ -58,6 +71,10 @@ void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const f
 void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                             const float *init, float *out, int relu);
 void nconv_f32_vmacc__avx2(int64_t n, const float *a, const float *b, float *acc);
+void nconv_f32_dwrow__avx2(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
+                           const float *w, float init, float *out, int64_t out_pitch, int relu);
+void nconv_f32_dwdot__avx2(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
+                           const float *const *src, int64_t src_pitch, float *acc);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
@@ -77,6 +94,8 @@ typedef struct nconv_kernels {
     nconv_f32_transpose_fn transpose;
     nconv_f32_dwconv_fn dwconv;
     nconv_f32_vmacc_fn vmacc;
+    nconv_f32_dwrow_fn dwrow;
+    nconv_f32_dwdot_fn dwdot;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };
