@@ -3,7 +3,8 @@
  *   transposed A, accumulate on and off (off: C starts as NaN, never read);
  * - every 6 x 16 kernel of every ISA in the registry (skipped, and said so,
  *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
- *   1, 2, primes; init (C starts as NaN) or accumulate; relu. */
+ *   1, 2, primes; init (C starts as NaN) or accumulate; relu;
+ * - the depthwise row kernels of every ISA (sweep_dw_kernels). */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
@@ -88,6 +89,58 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                     }
 }
 
+/* The depthwise row kernels: rows x n pixels over pitches wider than n, n
+ * over tails and the 32-pixel blocks, ks taps; dwrow's output outside the
+ * rows starts as NaN and must stay untouched, relu keeps NaN. */
+static void sweep_dw_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 5, 8, 14, 31, 32, 33, 70}, kss[] = {1, 3, 9};
+    for (size_t ni = 0; ni < 8; ni++)
+        for (size_t si = 0; si < 3; si++)
+            for (int64_t rows = 1; rows <= 3; rows++)
+                for (int relu = 0; relu < 2; relu++) {
+                    const int64_t n = ns[ni], ks = kss[si], sp = n + 3, op = n + 2;
+                    float *vol = malloc(sizeof(float) * (size_t)(ks * rows * sp + 8));
+                    float *a = malloc(sizeof(float) * (size_t)(rows * sp));
+                    float *out = malloc(sizeof(float) * (size_t)(rows * op));
+                    float w[9], acc[9], init = (float)test_uniform(rng);
+                    const float *src[9];
+                    for (int64_t i = 0; i < ks * rows * sp + 8; i++) vol[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < rows * sp; i++) a[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < rows * op; i++) out[i] = NAN;
+                    for (int64_t t = 0; t < ks; t++) w[t] = (float)test_uniform(rng), acc[t] = 0.5f, src[t] = vol + t * rows * sp + t % 3;
+                    vol[1] = NAN; /* tap 0, row 0, pixel 1: NaN must reach out[1] (relu keeps it) */
+                    k->dwrow(rows, n, ks, src, sp, w, init, out, op, relu);
+                    vol[1] = 0.0f;
+                    k->dwdot(rows, n, ks, a, sp, src, sp, acc);
+                    double worst = 0;
+                    int untouched = 1, nan_kept = n < 2 || isnan(out[1]);
+                    for (int64_t r = 0; r < rows; r++)
+                        for (int64_t j = 0; j < op; j++) {
+                            if (j >= n) {
+                                untouched = untouched && isnan(out[r * op + j]);
+                                continue;
+                            }
+                            if (r == 0 && j == 1) continue;
+                            double want = init;
+                            for (int64_t t = 0; t < ks; t++) want += (double)w[t] * src[t][r * sp + j];
+                            if (relu && want < 0) want = 0;
+                            const double e = fabs(out[r * op + j] - want);
+                            if (!(e <= worst)) worst = e;
+                        }
+                    for (int64_t t = 0; t < ks; t++) {
+                        double want = 0.5;
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t j = 0; j < n; j++) want += (double)a[r * sp + j] * src[t][r * sp + j];
+                        const double e = fabs(acc[t] - want) / (1 + fabs(want));
+                        if (!(e <= worst)) worst = e;
+                    }
+                    CHECK(worst <= 1e-5 && untouched && nan_kept, "%s dw kernels rows %lld n %lld ks %lld relu %d: err %g, "
+                          "untouched %d, NaN kept %d", k->name, (long long)rows, (long long)n, (long long)ks, relu, worst,
+                          untouched, nan_kept);
+                    free(vol), free(a), free(out);
+                }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -98,6 +151,7 @@ int main(void) {
             continue;
         }
         sweep_tile_kernels(k, &krng);
+        sweep_dw_kernels(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;
