@@ -156,7 +156,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators, see bw_ctx */
         s->init = s->jobs = 0;
         s->scratch = sizeof(float) * (size_t)(div_up(g.Og, MR) * MR * g.bw_kc) +
-                     (2 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc;
+                     (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
+                     sizeof(float) * (size_t)(NR * g.bw_kc); /* a packed B panel and its row pointers */
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -468,6 +469,9 @@ static void bw_task(void *arg, int tid, int nthreads) {
     const float **xrows = (const float **)(apack + div_up(g->Og, MR) * KC * MR); /* [KC] */
     const float **dyrows = xrows + KC;                                   /* [KC] */
     int64_t *pix = (int64_t *)(dyrows + KC);                             /* [4][KC]: image offset, o0, o1, o2 */
+    const float **brows = (const float **)(pix + 4 * KC);                /* [KC] rows of bpack */
+    float *bpack = (float *)(brows + KC);                                /* [KC][NR] */
+    for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
         const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
@@ -521,13 +525,18 @@ static void bw_task(void *arg, int tid, int nthreads) {
                 }
             }
             if (!swap) {
-                /* Column panels outside: a panel's slab of input rows stays in L1 over the row tiles. */
+                /* Column panels outside: a panel's slab of input rows stays in L1 over the row tiles.
+                 * Input rows lie C floats apart, a power of two in most networks, which would
+                 * fold the slab onto a few L1 sets: with several row tiles, copy it together. */
+                const int pack = run_end - u > 1;
                 for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                     const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
+                    if (pack)
+                        for (int64_t k = 0; k < kc; k++) memcpy(bpack + k * NR, xrows[k] + j0, sizeof(float) * (size_t)nc);
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, xrows, j0,
-                                       bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, pack ? brows : xrows,
+                                       pack ? 0 : j0, bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
             } else {
