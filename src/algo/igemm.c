@@ -526,9 +526,10 @@ static void bw_task(void *arg, int tid, int nthreads) {
             }
             if (!swap) {
                 /* Column panels outside: a panel's slab of input rows stays in L1 over the row tiles.
-                 * Input rows lie C floats apart, a power of two in most networks, which would
-                 * fold the slab onto a few L1 sets: with several row tiles, copy it together. */
-                const int pack = run_end - u > 1;
+                 * Input rows lie C floats apart, a power of two in most networks; from 1 KiB
+                 * apart (C >= 256, or many groups) the slab folds onto a few L1 sets, so with
+                 * several row tiles it is copied together first (measured: slower below). */
+                const int pack = run_end - u > 1 && c->C >= 256 && !g->wfold;
                 for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                     const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
                     if (pack)
