@@ -267,7 +267,45 @@ static void test_determinism(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Wide channels (>= 256: bwd_w copies input-row panels together), dense
+ * and grouped, against the reference, and the same bits for 1 and 3 threads. */
+static void test_wide_channels(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    uint64_t rng = 31;
+    const int64_t cases[][4] = {{256, 24, 1, 1}, {512, 16, 1, 2}, {1024, 64, 4, 1}, {384, 40, 2, 2}};
+    for (int i = 0; i < 4; i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = 2, p.in_channels = cases[i][0], p.out_channels = cases[i][1], p.groups = cases[i][2];
+        p.in_size[0] = 5, p.in_size[1] = 6, p.kernel[0] = p.kernel[1] = 3, p.stride[0] = p.stride[1] = cases[i][3];
+        p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = 1;
+        uint64_t fill = test_rng(&rng);
+        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        operands r, a, b;
+        operands_make(&r, &p, layout, &rng, &fill);
+        operands_make(&a, &p, layout, &rng, &fill);
+        operands_make(&b, &p, layout, &rng, &fill);
+        r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+        CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
+        nconv_context_set_threads(ctx, 1);
+        CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
+        nconv_context_set_threads(ctx, 3);
+        CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+        const double e = rel_err(&a.dw, &r.dw, NCONV_F32), ey = rel_err(&a.y, &r.y, NCONV_F32),
+                     ex = rel_err(&a.dx, &r.dx, NCONV_F32);
+        CHECK(e <= 1e-5 && ey <= 1e-5 && ex <= 1e-5, "wide case %d: dw err %g, y err %g, dx err %g", i, e, ey, ex);
+        CHECK(!memcmp(a.dw.buf, b.dw.buf, a.dw.bytes), "wide case %d: dw differs between 1 and 3 threads", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 int main(void) {
+    test_wide_channels();
     test_against_reference();
     test_adjoint();
     test_determinism();
