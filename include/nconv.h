@@ -221,7 +221,8 @@ NCONV_API nconv_status nconv_context_set_policy(nconv_context *ctx, nconv_algo_p
 NCONV_API nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name);
 
 /** Memory for the library's allocations on behalf of a context. alloc
- *  returns NULL on failure; free receives only pointers alloc returned. */
+ *  returns NULL on failure; free receives only pointers alloc returned. Calls
+ *  on a context shared between threads may call both concurrently. */
 typedef struct nconv_allocator {
     void *(*alloc)(void *user, size_t bytes);
     void (*free)(void *user, void *ptr);
