@@ -532,8 +532,15 @@ static void bw_task(void *arg, int tid, int nthreads) {
                 const int pack = run_end - u > 1 && c->C >= 256 && !g->wfold;
                 for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                     const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                    if (pack)
-                        for (int64_t k = 0; k < kc; k++) memcpy(bpack + k * NR, xrows[k] + j0, sizeof(float) * (size_t)nc);
+                    if (pack) /* fixed-size copies: memcpy of 64 bytes becomes a slow rep movs here */
+                        for (int64_t k = 0; k < kc; k++) {
+                            const float *src = xrows[k] + j0;
+                            float *dst = bpack + k * NR;
+                            if (nc == NR)
+                                for (int q = 0; q < NR; q++) dst[q] = src[q];
+                            else
+                                for (int64_t q = 0; q < nc; q++) dst[q] = src[q];
+                        }
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
                         bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, pack ? brows : xrows,
