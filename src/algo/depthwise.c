@@ -53,7 +53,9 @@ static size_t sizes(const nconv_core *c, int threads, dw_sizes *s) {
     s->y = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C);
     s->w = sizeof(float) * (size_t)(KS * c->C); /* wt [KS][C], then the bwd_w sums */
     s->init = s->zero = sizeof(float) * (size_t)c->C;
-    s->scratch = sizeof(float *) * (size_t)KS;
+    /* tap pointers, row bases per (k0, k1), the column of each (pixel column, k2) */
+    const int64_t cols = c->in[2] > c->out[2] ? c->in[2] : c->out[2];
+    s->scratch = sizeof(float *) * (size_t)(KS + c->k[0] * c->k[1]) + sizeof(int64_t) * (size_t)(cols * c->k[2]);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->init) +
            nconv__ws_round(s->zero) + (size_t)threads * nconv__ws_round(s->scratch);
 }
@@ -75,29 +77,45 @@ static inline int64_t out_index(int64_t num, int64_t s, int64_t out) {
     return num >= 0 && num % s == 0 && num / s < out ? num / s : -1;
 }
 
-/* Row pointers of every tap for pixel u of image n: input rows of output
- * pixel u (gather = 1, fwd and bwd_w), or the dy rows that input pixel u
- * feeds (gather = 0, bwd_d); d->zero where there is none. */
-static void tap_rows(const dw_ctx *d, int gather, int64_t n, const int64_t *u, const float **rows) {
+/* Tap pointers of pixel u of image n: input pixels of output pixel u
+ * (gather = 1, fwd and bwd_w), or the dy pixels that input pixel u feeds
+ * (gather = 0, bwd_d); d->zero where there is none. Split in two tables so
+ * that a pixel costs lookups only: row bases per (k0, k1), refreshed when a
+ * pixel row starts, and the column of each (u2, k2), built once per task. */
+static int64_t axis_index(const dw_ctx *d, int gather, int ax, int64_t u, int64_t k) {
+    const nconv_core *c = d->c;
+    return gather ? nconv__map_index(u * c->s[ax] - c->pb[ax] + k * c->d[ax], c->in[ax], c->mode)
+                  : out_index(u + c->pb[ax] - k * c->d[ax], c->s[ax], c->out[ax]);
+}
+
+static void column_table(const dw_ctx *d, int gather, int64_t *col) {
+    const nconv_core *c = d->c;
+    const int64_t n2 = gather ? c->out[2] : c->in[2];
+    for (int64_t u2 = 0; u2 < n2; u2++)
+        for (int64_t k2 = 0; k2 < c->k[2]; k2++) col[u2 * c->k[2] + k2] = axis_index(d, gather, 2, u2, k2);
+}
+
+static void row_bases(const dw_ctx *d, int gather, int64_t n, const int64_t *u, const float **base) {
     const nconv_core *c = d->c;
     const int64_t C = c->C;
     const int64_t *other = gather ? c->in : c->out;
-    const float *base = gather ? d->x + n * nconv__core_in_spatial(c) * C : d->dy + n * nconv__core_out_spatial(c) * C;
-    int64_t t = 0;
+    const float *img = gather ? d->x + n * nconv__core_in_spatial(c) * C : d->dy + n * nconv__core_out_spatial(c) * C;
     for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
-        const int64_t i0 = gather ? nconv__map_index(u[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode)
-                                  : out_index(u[0] + c->pb[0] - k0 * c->d[0], c->s[0], c->out[0]);
+        const int64_t i0 = axis_index(d, gather, 0, u[0], k0);
         for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
-            const int64_t i1 = gather ? nconv__map_index(u[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode)
-                                      : out_index(u[1] + c->pb[1] - k1 * c->d[1], c->s[1], c->out[1]);
-            const float *r01 = i0 < 0 || i1 < 0 ? NULL : base + (i0 * other[1] + i1) * other[2] * C;
-            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                const int64_t i2 = gather ? nconv__map_index(u[2] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode)
-                                          : out_index(u[2] + c->pb[2] - k2 * c->d[2], c->s[2], c->out[2]);
-                rows[t] = !r01 || i2 < 0 ? d->zero : r01 + i2 * C;
-            }
+            const int64_t i1 = axis_index(d, gather, 1, u[1], k1);
+            base[k0 * c->k[1] + k1] = i0 < 0 || i1 < 0 ? NULL : img + (i0 * other[1] + i1) * other[2] * C;
         }
     }
+}
+
+static inline void tap_rows(const dw_ctx *d, const float *const *base, const int64_t *col, int64_t u2,
+                            const float **rows) {
+    const nconv_core *c = d->c;
+    const int64_t K01 = c->k[0] * c->k[1], K2 = c->k[2], C = c->C;
+    const int64_t *cu = col + u2 * K2;
+    for (int64_t r = 0, t = 0; r < K01; r++)
+        for (int64_t k2 = 0; k2 < K2; k2++, t++) rows[t] = !base[r] || cu[k2] < 0 ? d->zero : base[r] + cu[k2] * C;
 }
 
 /* Advances pixel u (and image n) over a grid of size sz. */
@@ -116,7 +134,10 @@ static void dw_task(void *arg, int tid, int nthreads) {
     const nconv_core *c = d->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
     const float **rows = (const float **)(d->scratch + (size_t)tid * d->scratch_stride);
+    const float **base = rows + KS;
+    int64_t *col = (int64_t *)(base + c->k[0] * c->k[1]);
     const int bwd_d = d->dir == NCONV_DIR_BWD_D;
+    column_table(d, !bwd_d, col);
     const int64_t *sz = bwd_d ? c->in : c->out;
     const int64_t S = sz[0] * sz[1] * sz[2];
     int64_t b, e, n = 0, u[3] = {0, 0, 0};
@@ -126,7 +147,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
         if (c0 >= c1) return;
         for (int64_t t = 0; t < KS; t++) memset(d->out + t * C + c0, 0, sizeof(float) * (size_t)(c1 - c0));
         for (int64_t p = 0; p < c->N * S; p++, next_pixel(sz, u, &n)) {
-            tap_rows(d, 1, n, u, rows);
+            if (p == 0 || u[2] == 0) row_bases(d, 1, n, u, base);
+            tap_rows(d, base, col, u[2], rows);
             for (int64_t t = 0; t < KS; t++)
                 if (rows[t] != d->zero) d->k->vmacc(c1 - c0, d->dy + p * C + c0, rows[t] + c0, d->out + t * C + c0);
         }
@@ -137,7 +159,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
     n = b / S;
     u[0] = (b % S) / (sz[1] * sz[2]), u[1] = ((b % S) / sz[2]) % sz[1], u[2] = (b % S) % sz[2];
     for (int64_t p = b; p < e; p++, next_pixel(sz, u, &n)) {
-        tap_rows(d, !bwd_d, n, u, rows);
+        if (p == b || u[2] == 0) row_bases(d, !bwd_d, n, u, base);
+        tap_rows(d, base, col, u[2], rows);
         d->k->dwconv(C, KS, rows, d->wt, d->init, d->out + p * C, d->relu);
     }
 }
