@@ -21,7 +21,8 @@
  * - Sizes are int64_t and checked for overflow.
  *
  * Memory: the library allocates through the context's allocator (malloc /
- * free by default, or without a context), never keeps pointers to caller
+ * free by default, or without a context; nconv_context_create_with_allocator
+ * puts the context itself there too), never keeps pointers to caller
  * memory after a call returns, and uses the caller's workspace when one is
  * given (see nconv_workspace_size). A call gets all the memory it needs
  * before it writes any output: when an allocation fails or the context's
@@ -229,6 +230,9 @@ typedef struct nconv_allocator {
     void *user;
 } nconv_allocator;
 
+/** nconv_context_create with the context itself, and then everything it
+ *  allocates, from allocator (NULL: malloc / free). */
+NCONV_API nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const nconv_allocator *allocator);
 /** Routes the context's allocations (workspace, batch-fold copies,
  *  temporaries, the plan cache) through allocator; NULL returns to malloc /
  *  free. Memory the context keeps is released first. */

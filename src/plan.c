@@ -45,7 +45,8 @@ struct nconv_context {
     size_t n, cap;
     void *ws;        /* a workspace kept between calls (NULL while lent out) */
     size_t ws_size;
-    nconv_allocator alloc; /* alloc == NULL: malloc / free */
+    nconv_allocator alloc;      /* alloc == NULL: malloc / free */
+    nconv_allocator self_alloc; /* what allocated the context itself */
     size_t mem_limit;      /* 0: none */
 };
 
@@ -69,27 +70,35 @@ nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const c
     return NCONV_OK;
 }
 
-nconv_status nconv_context_create(nconv_context **ctx) {
+nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const nconv_allocator *allocator) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
-    nconv_context *c = calloc(1, sizeof *c);
+    if (allocator && (!allocator->alloc || !allocator->free))
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", allocator->alloc ? "free" : "alloc");
+    nconv_context *c = allocator ? allocator->alloc(allocator->user, sizeof *c) : malloc(sizeof *c);
     if (!c) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a context");
+    memset(c, 0, sizeof *c);
     c->threads = 1;
     c->deterministic = 1;
     c->policy = NCONV_POLICY_HEURISTIC;
+    if (allocator) c->alloc = c->self_alloc = *allocator;
     if (pthread_mutex_init(&c->lock, NULL)) {
-        free(c);
+        if (allocator) allocator->free(allocator->user, c);
+        else free(c);
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot create the context's mutex");
     }
     *ctx = c;
     return NCONV_OK;
 }
 
+nconv_status nconv_context_create(nconv_context **ctx) { return nconv_context_create_with_allocator(ctx, NULL); }
+
 nconv_status nconv_context_destroy(nconv_context *ctx) {
     if (!ctx) return NCONV_OK;
     pthread_mutex_destroy(&ctx->lock);
     nconv__free(ctx, ctx->cache);
     nconv__free(ctx, ctx->ws);
-    free(ctx);
+    if (ctx->self_alloc.free) ctx->self_alloc.free(ctx->self_alloc.user, ctx);
+    else free(ctx);
     return NCONV_OK;
 }
 

@@ -1,6 +1,6 @@
 /*
- * Resources: every allocation a call makes fails in turn (an allocator hook
- * failing the k-th allocation, for every k): the call returns
+ * Resources: every allocation fails in turn, the context's own first (an
+ * allocator hook failing the k-th allocation, for every k): the call returns
  * NCONV_OUT_OF_MEMORY, leaks nothing and leaves its outputs untouched. The
  * memory limit refuses before allocating; strides that overflow, outputs
  * that alias inputs, other outputs or themselves are rejected.
@@ -142,8 +142,7 @@ static void test_failing_allocations(void) {
                 hook h = {0, 0, 0};
                 const nconv_allocator a = {hook_alloc, hook_free, &h};
                 nconv_context *ctx;
-                nconv_context_create(&ctx);
-                nconv_context_set_allocator(ctx, &a);
+                nconv_context_create_with_allocator(&ctx, &a);
                 nconv_context_set_threads(ctx, 2);
                 nconv_context_set_policy(ctx, policies[pi]);
                 nconv_status st = run(ctx, &good, op);
@@ -155,8 +154,14 @@ static void test_failing_allocations(void) {
                 for (int64_t k = 1; k <= total; k++) {
                     hook hk = {0, 0, k};
                     const nconv_allocator ak = {hook_alloc, hook_free, &hk};
-                    nconv_context_create(&ctx);
-                    nconv_context_set_allocator(ctx, &ak);
+                    nconv_context *fresh = NULL;
+                    st = nconv_context_create_with_allocator(&fresh, &ak);
+                    if (k == 1) { /* the context itself */
+                        CHECK(st == NCONV_OUT_OF_MEMORY && !fresh && hk.live == 0, "context creation: status %d",
+                              (int)st);
+                        continue;
+                    }
+                    ctx = fresh;
                     nconv_context_set_threads(ctx, 2);
                     nconv_context_set_policy(ctx, policies[pi]);
                     reset_outputs(&f);
