@@ -28,7 +28,20 @@ typedef struct setup {
     buf x, w, b, z, r, y, dx, dw, db, dz;
 } setup;
 
-static double loss(nconv_context *ctx, setup *s) {
+/* (L(v + h) - L(v - h)) / 2h for one element v of an operand of setup s. */
+typedef double (*loss_fn)(nconv_context *ctx, void *s);
+static double central_difference(loss_fn loss, nconv_context *ctx, void *s, double *v) {
+    const double h = 1e-6, keep = *v;
+    *v = keep + h;
+    const double lp = loss(ctx, s);
+    *v = keep - h;
+    const double lm = loss(ctx, s);
+    *v = keep;
+    return (lp - lm) / (2 * h);
+}
+
+static double loss(nconv_context *ctx, void *arg) {
+    setup *s = arg;
     nconv_forward(ctx, &s->p, &s->epi, &s->x.t, &s->w.t, &s->b.t, &s->z.t, &s->y.t, NULL, 0);
     double l = 0;
     for (int64_t i = 0; i < s->y.n; i++) l += s->y.v[i] * s->r.v[i];
@@ -37,16 +50,9 @@ static double loss(nconv_context *ctx, setup *s) {
 
 static void check_grad(nconv_context *ctx, setup *s, buf *param, const buf *grad, const char *name, uint64_t *rng,
                        const char *desc) {
-    const double h = 1e-6;
     for (int k = 0; k < 6 && param->n > 0; k++) {
-        int64_t i = test_int(rng, 0, param->n - 1);
-        double keep = param->v[i];
-        param->v[i] = keep + h;
-        double lp = loss(ctx, s);
-        param->v[i] = keep - h;
-        double lm = loss(ctx, s);
-        param->v[i] = keep;
-        double fd = (lp - lm) / (2 * h), an = grad->v[i];
+        const int64_t i = test_int(rng, 0, param->n - 1);
+        const double fd = central_difference(loss, ctx, s, &param->v[i]), an = grad->v[i];
         CHECK(fabs(fd - an) <= 1e-6 * (1 + fabs(an)), "d%s[%lld]: fd %.10g, analytic %.10g on %s", name, (long long)i,
               fd, an, desc);
     }
@@ -110,7 +116,8 @@ typedef struct bsetup {
     bbuf x, w, b, z, r, y, dx, dw, db, dz;
 } bsetup;
 
-static double bloss(nconv_context *ctx, bsetup *s) {
+static double bloss(nconv_context *ctx, void *arg) {
+    bsetup *s = arg;
     CHECK(nconv_forward_batched(ctx, &s->p, &s->epi, &s->bt, &s->x.t, &s->w.t, &s->b.t, &s->z.t, &s->y.t) ==
               NCONV_OK,
           "%s", nconv_last_error());
@@ -123,7 +130,6 @@ static double bloss(nconv_context *ctx, bsetup *s) {
  * summed over b when param is shared. Gradients are dense [B, slice]. */
 static void bcheck(nconv_context *ctx, bsetup *s, bbuf *param, const bbuf *grad, int rank, const int64_t *shape,
                    const char *name, uint64_t *rng, int64_t B, const char *what) {
-    const double h = 1e-6;
     for (int k = 0; k < 4; k++) {
         /* A random logical element (b, index): its memory offset and its gradient. */
         const int64_t b = param->bstride ? test_int(rng, 0, B - 1) : 0;
@@ -132,13 +138,7 @@ static void bcheck(nconv_context *ctx, bsetup *s, bbuf *param, const bbuf *grad,
         double an = 0;
         for (int64_t bb = 0; bb < B; bb++)
             if (!param->bstride || bb == b) an += grad->v[bb * grad->slice + lin];
-        const double keep = param->v[off];
-        param->v[off] = keep + h;
-        const double lp = bloss(ctx, s);
-        param->v[off] = keep - h;
-        const double lm = bloss(ctx, s);
-        param->v[off] = keep;
-        const double fd = (lp - lm) / (2 * h);
+        const double fd = central_difference(bloss, ctx, s, &param->v[off]);
         CHECK(fabs(fd - an) <= 1e-6 * (1 + fabs(an)), "batched d%s: fd %.10g, analytic %.10g (%s)", name, fd, an, what);
     }
 }
@@ -184,7 +184,8 @@ typedef struct dsetup {
     buf x, w, dy, ggx, ggw, ggb, dx, dw, db, ggy, gx, gw;
 } dsetup;
 
-static double dloss(nconv_context *ctx, dsetup *s) {
+static double dloss(nconv_context *ctx, void *arg) {
+    dsetup *s = arg;
     nconv_backward(ctx, &s->p, NULL, &s->x.t, &s->w.t, NULL, &s->dy.t, &s->dx.t, &s->dw.t, &s->db.t, NULL, NULL, 0);
     double l = 0;
     for (int64_t i = 0; i < s->dx.n; i++) l += s->dx.v[i] * s->ggx.v[i];
@@ -195,16 +196,9 @@ static double dloss(nconv_context *ctx, dsetup *s) {
 
 static void dcheck(nconv_context *ctx, dsetup *s, buf *param, const buf *grad, const char *name, uint64_t *rng,
                    const char *desc) {
-    const double h = 1e-6;
     for (int k = 0; k < 5 && param->n > 0; k++) {
         const int64_t i = test_int(rng, 0, param->n - 1);
-        const double keep = param->v[i];
-        param->v[i] = keep + h;
-        const double lp = dloss(ctx, s);
-        param->v[i] = keep - h;
-        const double lm = dloss(ctx, s);
-        param->v[i] = keep;
-        const double fd = (lp - lm) / (2 * h), an = grad->v[i];
+        const double fd = central_difference(dloss, ctx, s, &param->v[i]), an = grad->v[i];
         CHECK(fabs(fd - an) <= 1e-6 * (1 + fabs(an)), "double backward %s[%lld]: fd %.10g, analytic %.10g on %s", name,
               (long long)i, fd, an, desc);
     }
