@@ -70,10 +70,15 @@ nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const c
     return NCONV_OK;
 }
 
+static nconv_status check_allocator(const nconv_allocator *a) {
+    if (!a || (a->alloc && a->free)) return NCONV_OK;
+    return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", a->alloc ? "free" : "alloc");
+}
+
 nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const nconv_allocator *allocator) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
-    if (allocator && (!allocator->alloc || !allocator->free))
-        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", allocator->alloc ? "free" : "alloc");
+    nconv_status st = check_allocator(allocator);
+    if (st) return st;
     nconv_context *c = allocator ? allocator->alloc(allocator->user, sizeof *c) : malloc(sizeof *c);
     if (!c) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a context");
     memset(c, 0, sizeof *c);
@@ -104,8 +109,8 @@ nconv_status nconv_context_destroy(nconv_context *ctx) {
 
 nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocator *allocator) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
-    if (allocator && (!allocator->alloc || !allocator->free))
-        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", allocator->alloc ? "free" : "alloc");
+    nconv_status st = check_allocator(allocator);
+    if (st) return st;
     /* What the context holds goes back to the allocator that gave it. */
     nconv__free(ctx, ctx->cache);
     nconv__free(ctx, ctx->ws);

@@ -72,6 +72,12 @@ typedef struct dw_ctx {
     size_t scratch_stride;
 } dw_ctx;
 
+/* Element offset of tap t (kernel order) of channel ch in the weights [C, 1, k...]. */
+static inline int64_t w_offset(const nconv_core *c, const nconv_view *w, int64_t ch, int64_t t) {
+    const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+    return ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+}
+
 /* bwd_d: the output coordinate that input coordinate num / s feeds, or -1. */
 static inline int64_t out_index(int64_t num, int64_t s, int64_t out) {
     return num >= 0 && num % s == 0 && num / s < out ? num / s : -1;
@@ -346,9 +352,7 @@ static void plane_task(void *arg, int tid, int nthreads) {
                 }
             }
             for (int64_t t = 0; t < KS; t++) {
-                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-                nconv__store1(w->data, w->dt, ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4],
-                              wt[t]);
+                nconv__store1(w->data, w->dt, w_offset(c, w, ch, t), wt[t]);
             }
         }
         return;
@@ -361,9 +365,7 @@ static void plane_task(void *arg, int tid, int nthreads) {
     for (int64_t pl = b; pl < e; pl++) {
         const int64_t n = pl / C, ch = pl % C;
         for (int64_t t = 0; t < KS; t++) {
-            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-            wt[t] = (float)nconv__load(w->data, w->dt,
-                                       ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4]);
+            wt[t] = (float)nconv__load(w->data, w->dt, w_offset(c, w, ch, t));
         }
         const float bias = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, ch * epi->bias->stride[0]) : 0.0f;
         const int relu = epi && epi->relu;
@@ -434,9 +436,7 @@ static nconv_status dw_run(const nconv_exec *e) {
         const nconv_view *wv = e->w;
         for (int64_t ch = 0; ch < C; ch++)
             for (int64_t t = 0; t < KS; t++) {
-                const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-                nconv__store1(wv->data, wv->dt, ch * wv->stride[0] + k0 * wv->stride[2] + k1 * wv->stride[3] + k2 * wv->stride[4],
-                              wt[t * C + ch]);
+                nconv__store1(wv->data, wv->dt, w_offset(c, wv, ch, t), wt[t * C + ch]);
             }
         return NCONV_OK;
     }
@@ -444,9 +444,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     const nconv_view *wv = e->w;
     for (int64_t ch = 0; ch < C; ch++)
         for (int64_t t = 0; t < KS; t++) {
-            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-            wt[t * C + ch] = (float)nconv__load(wv->data, wv->dt,
-                                                ch * wv->stride[0] + k0 * wv->stride[2] + k1 * wv->stride[3] + k2 * wv->stride[4]);
+            wt[t * C + ch] = (float)nconv__load(wv->data, wv->dt, w_offset(c, wv, ch, t));
         }
     const nconv_view *out = e->dir == NCONV_DIR_FWD ? e->y : e->x;
     int fuse;
