@@ -1,7 +1,7 @@
 /*
  * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs, on
  * cache-resident operands, against the measured FMA peak (nconv bench's
- * register-only loop). Usage: kernel_bench [kc]
+ * register-only loop, tools/nconv/peak.c). Usage: kernel_bench [kc]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +30,12 @@ int main(int argc, char **argv) {
     for (int64_t k = 0; k < kc; k++) brows[k] = w + k * NCONV_NR;
     float *crow[NCONV_MR];
     for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r];
-    const double peak = fma_peak_gflops(1);
-    printf("FMA peak (1 thread): %.1f GFLOP/s; kc = %lld\n", peak, (long long)kc);
+    /* This VM's clock drifts by tens of percent within seconds: each figure is
+     * the best of several rounds, the peak included, so the ratio compares
+     * the best each loop reached. */
+    enum { ROUNDS = 4, KERNELS = 2 };
+    const char *const names[KERNELS] = {"f32_igemm_6x16", "f32_gemm_ib_6x16"};
+    double peak = 0;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;
@@ -39,23 +43,31 @@ int main(int argc, char **argv) {
             printf("%-8s skipped: the CPU lacks AVX2/FMA (or NCONV_MAX_ISA caps it)\n", k->name);
             continue;
         }
-        for (int which = 0; which < 2; which++) {
-            const int64_t reps = (int64_t)(2e9 / (2.0 * NCONV_MR * NCONV_NR * (double)kc)) / (isa ? 1 : 20);
-            double best = 1e30;
-            for (int trial = 0; trial < 5; trial++) {
-                double t0 = now();
-                for (int64_t i = 0; i < reps; i++) {
-                    if (which == 0) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
-                    else k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
+        double gf[KERNELS] = {0};
+        for (int round = 0; round < ROUNDS; round++) {
+            const double p = fma_peak_gflops(1);
+            if (p > peak) peak = p;
+            for (int which = 0; which < KERNELS; which++) {
+                const int64_t reps = (int64_t)(1e9 / (2.0 * NCONV_MR * NCONV_NR * (double)kc)) / (isa ? 1 : 20);
+                double best = 1e30;
+                for (int trial = 0; trial < 5; trial++) {
+                    double t0 = now();
+                    for (int64_t i = 0; i < reps; i++) {
+                        if (which == 0) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
+                        else k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
+                    }
+                    double t = now() - t0;
+                    if (t < best) best = t;
                 }
-                double t = now() - t0;
-                if (t < best) best = t;
+                const double g = 2.0 * NCONV_MR * NCONV_NR * (double)kc * (double)reps / best * 1e-9;
+                if (g > gf[which]) gf[which] = g;
             }
-            const double gf = 2.0 * NCONV_MR * NCONV_NR * (double)kc * (double)reps / best * 1e-9;
-            printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name,
-                   which ? "f32_gemm_ib_6x16" : "f32_igemm_6x16", gf, peak > 0 ? 100 * gf / peak : 0);
         }
+        for (int which = 0; which < KERNELS; which++)
+            printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[which], gf[which],
+                   peak > 0 ? 100 * gf[which] / peak : 0);
     }
+    printf("FMA peak (1 thread, best of %d rounds): %.1f GFLOP/s; kc = %lld\n", ROUNDS, peak, (long long)kc);
     printf("(c[0][0] = %g)\n", (double)c[0][0]);
     free(a);
     free(w);

@@ -315,16 +315,20 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
             }
             ap = pa, a_off = 0;
         }
-        for (int64_t p = 0; p < g->panels; p++) {
+        /* A tile that fits in L1 stays there while every panel of w streams
+         * past it from L2 (1x1 and thin problems); otherwise one panel of w
+         * stays while the tiles stream. */
+        const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
+        for (int64_t it = 0; it < ntiles * g->panels; it++) {
+            const int64_t tile = tile_outer ? it / g->panels : it % ntiles;
+            const int64_t p = tile_outer ? it % g->panels : it / ntiles;
+            const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
             const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
             const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
             const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
-            for (int64_t tile = 0; tile < ntiles; tile++) {
-                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
-                float *cp[MR];
-                for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
-                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init, last && rc->relu);
-            }
+            float *cp[MR];
+            for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
+            rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init, last && rc->relu);
         }
     }
 }
@@ -494,12 +498,16 @@ static void bw_task(void *arg, int tid, int nthreads) {
             const int64_t gt = u / bc->tiles, gi = gt / taps, t = gt % taps;
             const int64_t run_end = (gt + 1) * bc->tiles < u1 ? (gt + 1) * bc->tiles : u1;
             if (!swap && gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
-                for (int64_t o = 0; o < bc->tiles; o++)
-                    for (int64_t k = 0; k < kc; k++) {
-                        const float *src = dyrows[k] + gi * g->Og + o * MR;
-                        float *d = apack + (o * KC + k) * MR;
-                        for (int64_t r = 0; r < MR; r++) d[r] = o * MR + r < g->Og ? src[r] : 0.0f;
+                /* Pixel by pixel, so each dy row is read once (rows are O floats apart). */
+                const int64_t full = g->Og / MR;
+                for (int64_t k = 0; k < kc; k++) {
+                    const float *src = dyrows[k] + gi * g->Og;
+                    for (int64_t o = 0; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    if (full < bc->tiles) {
+                        float *d = apack + (full * KC + k) * MR;
+                        for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < g->Og ? src[full * MR + r] : 0.0f;
                     }
+                }
                 packed_g = gi;
             }
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
@@ -532,12 +540,12 @@ static void bw_task(void *arg, int tid, int nthreads) {
                 const int pack = run_end - u > 1 && c->C >= 256 && !g->wfold;
                 for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                     const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                    if (pack) /* fixed-size copies: memcpy of 64 bytes becomes a slow rep movs here */
+                    if (pack) /* constant-size copies: a memcpy of nc floats becomes a slow rep movs */
                         for (int64_t k = 0; k < kc; k++) {
                             const float *src = xrows[k] + j0;
                             float *dst = bpack + k * NR;
                             if (nc == NR)
-                                for (int q = 0; q < NR; q++) dst[q] = src[q];
+                                memcpy(dst, src, sizeof(float) * NR);
                             else
                                 for (int64_t q = 0; q < nc; q++) dst[q] = src[q];
                         }

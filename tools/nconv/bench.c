@@ -1,7 +1,8 @@
 /*
  * nconv bench: times each problem and direction from the plain user layout
  * (every internal transform included): one warm-up run, then repeated runs
- * until MIN_RUNS and MIN_SECONDS are both reached; reports the median.
+ * until MIN_RUNS and MIN_SECONDS are both reached; reports the median. The
+ * oneDNN peer runs in turn with nconv, and its median is reported beside.
  * With no problem given it runs the embedded default suite.
  */
 #include "cli.h"
@@ -221,10 +222,8 @@ int cmd_bench(int argc, char **argv) {
         for (int dir = 0; dir < 3; dir++) {
             if (!o.dirs[dir]) continue;
             if (progress) fprintf(stderr, "[%zu/%zu] %s %s\n", k + 1, l.n, cp->name, dir_names[dir]);
-            double dnnl_ms = 0;
             char impl[128] = "";
-            int have_peer = peer && cp->p.dtype == NCONV_F32 &&
-                            !onednn_bench(&cp->p, dir, o.threads, MIN_RUNS, MIN_SECONDS, &dnnl_ms, impl, sizeof impl);
+            onednn_peer *dnnl = peer && cp->p.dtype == NCONV_F32 ? onednn_create(&cp->p, dir, o.threads, impl, sizeof impl) : NULL;
             for (int li = 0; li < nlayouts; li++) {
                 run_data d;
                 const char *algo = "?";
@@ -240,16 +239,25 @@ int cmd_bench(int argc, char **argv) {
                     run_data_free(&d);
                     continue;
                 }
-                double times[MAX_RUNS], spent = 0;
-                int n = 0;
+                /* nconv and oneDNN take turns, so that both see the same drift of this shared machine. */
+                double times[MAX_RUNS], dnnl_times[MAX_RUNS], spent = 0;
+                int n = 0, have_peer = dnnl != NULL;
                 while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
                     double t0 = now_seconds();
                     run_dir(ctx, &d, dir);
                     times[n] = now_seconds() - t0;
-                    spent += times[n++];
+                    spent += times[n];
+                    if (have_peer) {
+                        t0 = now_seconds();
+                        have_peer = !onednn_run(dnnl);
+                        dnnl_times[n] = now_seconds() - t0;
+                        spent += dnnl_times[n];
+                    }
+                    n++;
                 }
                 run_data_free(&d);
                 const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
+                const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, n) : 0;
                 const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
                 totals *t = &tot[dir][li];
@@ -267,6 +275,7 @@ int cmd_bench(int argc, char **argv) {
                 }
                 fflush(stdout);
             }
+            onednn_destroy(dnnl);
         }
     }
     if (!csv)

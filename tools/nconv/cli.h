@@ -32,11 +32,15 @@ double now_seconds(void);
 double median(double *v, int n);
 /* Measured FMA peak over `threads` threads in GFLOP/s; 0 when unknown. */
 double fma_peak_gflops(int threads);
-/* The oneDNN peer (onednn.c): whether it was built in, and one timed problem
- * (dir 0 fwd, 1 bwd_d, 2 bwd_w); returns 0 on success. */
+/* The oneDNN peer (onednn.c): whether it was built in; one problem and
+ * direction (0 fwd, 1 bwd_d, 2 bwd_w) as a primitive created once (NULL when
+ * oneDNN is absent or refuses it; impl receives its implementation name),
+ * one execution of it (0 on success), and its release. */
+typedef struct onednn_peer onednn_peer;
 int onednn_available(void);
-int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, double min_seconds, double *ms,
-                 char *impl, size_t cap);
+onednn_peer *onednn_create(const nconv_problem *p, int dir, int threads, char *impl, size_t cap);
+int onednn_run(onednn_peer *peer);
+void onednn_destroy(onednn_peer *peer);
 /* Deterministic uniform values in [-1, 1). */
 uint64_t rng_next(uint64_t *state);
 double rng_uniform(uint64_t *state);

@@ -2,7 +2,7 @@
  * The performance peer: each problem through oneDNN's convolution or
  * deconvolution primitive in this process, with memory format `any` (its
  * preferred layout), the primitive created once and only its execution
- * timed, as benchdnn does. Built only when dnnl.h is found.
+ * timed (by the caller), as benchdnn does. Built only when dnnl.h is found.
  */
 #include "cli.h"
 
@@ -21,18 +21,45 @@
 
 int onednn_available(void) { return 1; }
 
-int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, double min_seconds, double *ms,
-                 char *impl, size_t cap) {
-    static dnnl_engine_t eng; /* the CLI is single-threaded; one engine for the process */
-    static dnnl_stream_t strm;
+struct onednn_peer {
+    dnnl_primitive_desc_t fwd_pd, pd;
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem[4];
+    dnnl_exec_arg_t args[4];
+    int nargs, threads;
+};
+
+static dnnl_stream_t strm;
+
+void onednn_destroy(onednn_peer *peer) {
+    if (!peer) return;
+    if (peer->prim) dnnl_primitive_destroy(peer->prim);
+    for (int k = 0; k < 4; k++)
+        if (peer->mem[k]) dnnl_memory_destroy(peer->mem[k]);
+    if (peer->pd) dnnl_primitive_desc_destroy(peer->pd);
+    if (peer->fwd_pd) dnnl_primitive_desc_destroy(peer->fwd_pd);
+    free(peer);
+}
+
+int onednn_run(onednn_peer *peer) {
+    omp_set_num_threads(peer->threads);
+    if (dnnl_primitive_execute(peer->prim, strm, peer->nargs, peer->args) != dnnl_success) return -1;
+    return dnnl_stream_wait(strm) == dnnl_success ? 0 : -1;
+}
+
+onednn_peer *onednn_create(const nconv_problem *p, int dir, int threads, char *impl, size_t cap) {
+    static dnnl_engine_t eng; /* the CLI is single-threaded; one engine and stream for the process */
     if (!eng && (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
                  dnnl_stream_create(&strm, eng, dnnl_stream_default_flags) != dnnl_success))
-        return -1;
+        return NULL;
     omp_set_num_threads(threads);
+    onednn_peer *peer = calloc(1, sizeof *peer);
+    if (!peer) return NULL;
+    peer->threads = threads;
 
     const int nd = p->ndims, r = nd + 2;
     int64_t out[NCONV_MAX_SPATIAL];
-    if (nconv_problem_output_size(p, out)) return -1;
+    if (nconv_problem_output_size(p, out)) goto fail;
     dnnl_dims_t src, dst, wei, bia, strides, dil, pl, pr;
     const int64_t G = p->groups;
     src[0] = dst[0] = p->batch;
@@ -61,41 +88,36 @@ int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, dou
     TRY(dnnl_memory_desc_init_by_tag(&wei_md, wr, wei, dnnl_f32, dnnl_format_tag_any));
     TRY(dnnl_memory_desc_init_by_tag(&bia_md, 1, bia, dnnl_f32, dnnl_x));
 
-    dnnl_primitive_desc_t fwd_pd = NULL, pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_memory_t mem[4] = {0};
-    int nargs = 0;
-    dnnl_exec_arg_t args[4];
     if (!p->transposed) {
         dnnl_convolution_desc_t fd, d;
         TRY(dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src_md,
                                                        &wei_md, &bia_md, &dst_md, strides, dil, pl, pr));
-        TRY(dnnl_primitive_desc_create(&fwd_pd, &fd, NULL, eng, NULL));
+        TRY(dnnl_primitive_desc_create(&peer->fwd_pd, &fd, NULL, eng, NULL));
         if (dir == 1) {
             TRY(dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &src_md, &wei_md,
                                                                  &dst_md, strides, dil, pl, pr));
-            TRY(dnnl_primitive_desc_create(&pd, &d, NULL, eng, fwd_pd));
+            TRY(dnnl_primitive_desc_create(&peer->pd, &d, NULL, eng, peer->fwd_pd));
         } else if (dir == 2) {
             TRY(dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &src_md, &wei_md,
                                                                     &bia_md, &dst_md, strides, dil, pl, pr));
-            TRY(dnnl_primitive_desc_create(&pd, &d, NULL, eng, fwd_pd));
+            TRY(dnnl_primitive_desc_create(&peer->pd, &d, NULL, eng, peer->fwd_pd));
         }
     } else {
         dnnl_deconvolution_desc_t fd, d;
         TRY(dnnl_dilated_deconvolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_deconvolution_direct,
                                                          &src_md, &wei_md, &bia_md, &dst_md, strides, dil, pl, pr));
-        TRY(dnnl_primitive_desc_create(&fwd_pd, &fd, NULL, eng, NULL));
+        TRY(dnnl_primitive_desc_create(&peer->fwd_pd, &fd, NULL, eng, NULL));
         if (dir == 1) {
             TRY(dnnl_dilated_deconvolution_backward_data_desc_init(&d, dnnl_deconvolution_direct, &src_md, &wei_md,
                                                                    &dst_md, strides, dil, pl, pr));
-            TRY(dnnl_primitive_desc_create(&pd, &d, NULL, eng, fwd_pd));
+            TRY(dnnl_primitive_desc_create(&peer->pd, &d, NULL, eng, peer->fwd_pd));
         } else if (dir == 2) {
             TRY(dnnl_dilated_deconvolution_backward_weights_desc_init(&d, dnnl_deconvolution_direct, &src_md, &wei_md,
                                                                       &bia_md, &dst_md, strides, dil, pl, pr));
-            TRY(dnnl_primitive_desc_create(&pd, &d, NULL, eng, fwd_pd));
+            TRY(dnnl_primitive_desc_create(&peer->pd, &d, NULL, eng, peer->fwd_pd));
         }
     }
-    if (!pd) pd = fwd_pd, fwd_pd = NULL;
+    if (!peer->pd) peer->pd = peer->fwd_pd, peer->fwd_pd = NULL;
     struct { int arg; dnnl_query_t q; int idx; } spec[3][4] = {
         {{DNNL_ARG_SRC, dnnl_query_src_md, 0}, {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, 0},
          {DNNL_ARG_BIAS, dnnl_query_weights_md, 1}, {DNNL_ARG_DST, dnnl_query_dst_md, 0}},
@@ -104,52 +126,38 @@ int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, dou
         {{DNNL_ARG_SRC, dnnl_query_src_md, 0}, {DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, 0},
          {DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, 0}, {DNNL_ARG_DIFF_BIAS, dnnl_query_diff_weights_md, 1}}};
     for (int k = 0; k < 4 && spec[dir][k].arg; k++) {
-        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, spec[dir][k].q, spec[dir][k].idx);
-        TRY(dnnl_memory_create(&mem[k], md, eng, DNNL_MEMORY_ALLOCATE));
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(peer->pd, spec[dir][k].q, spec[dir][k].idx);
+        TRY(dnnl_memory_create(&peer->mem[k], md, eng, DNNL_MEMORY_ALLOCATE));
         void *h;
-        TRY(dnnl_memory_get_data_handle(mem[k], &h));
+        TRY(dnnl_memory_get_data_handle(peer->mem[k], &h));
         memset(h, 0, dnnl_memory_desc_get_size(md));
-        args[nargs++] = (dnnl_exec_arg_t){spec[dir][k].arg, mem[k]};
+        peer->args[peer->nargs++] = (dnnl_exec_arg_t){spec[dir][k].arg, peer->mem[k]};
     }
     const char *name = "";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name);
+    dnnl_primitive_desc_query(peer->pd, dnnl_query_impl_info_str, 0, &name);
     snprintf(impl, cap, "%s", name);
-    TRY(dnnl_primitive_create(&prim, pd));
-    TRY(dnnl_primitive_execute(prim, strm, nargs, args));
-    TRY(dnnl_stream_wait(strm));
-    double times[100], spent = 0;
-    int n = 0;
-    while (n < 100 && (n < min_runs || spent < min_seconds)) {
-        double t0 = now_seconds();
-        dnnl_primitive_execute(prim, strm, nargs, args);
-        dnnl_stream_wait(strm);
-        times[n] = now_seconds() - t0;
-        spent += times[n++];
-    }
-    *ms = 1e3 * median(times, n);
-    dnnl_primitive_destroy(prim);
-    for (int k = 0; k < 4; k++)
-        if (mem[k]) dnnl_memory_destroy(mem[k]);
-    dnnl_primitive_desc_destroy(pd);
-    if (fwd_pd) dnnl_primitive_desc_destroy(fwd_pd);
-    return 0;
+    TRY(dnnl_primitive_create(&peer->prim, peer->pd));
+    if (onednn_run(peer)) goto fail;
+    return peer;
 fail:
-    if (prim) dnnl_primitive_destroy(prim);
-    for (int k = 0; k < 4; k++)
-        if (mem[k]) dnnl_memory_destroy(mem[k]);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (fwd_pd) dnnl_primitive_desc_destroy(fwd_pd);
-    return -1;
+    onednn_destroy(peer);
+    return NULL;
 }
 
 #else
 
 int onednn_available(void) { return 0; }
 
-int onednn_bench(const nconv_problem *p, int dir, int threads, int min_runs, double min_seconds, double *ms,
-                 char *impl, size_t cap) {
-    (void)p, (void)dir, (void)threads, (void)min_runs, (void)min_seconds, (void)ms, (void)impl, (void)cap;
+onednn_peer *onednn_create(const nconv_problem *p, int dir, int threads, char *impl, size_t cap) {
+    (void)p, (void)dir, (void)threads, (void)impl, (void)cap;
+    return NULL;
+}
+
+int onednn_run(onednn_peer *peer) {
+    (void)peer;
     return -1;
 }
+
+void onednn_destroy(onednn_peer *peer) { (void)peer; }
 
 #endif

@@ -14,18 +14,28 @@ enum { ITERS = 1 << 23 };
 
 /* Twelve independent chains in registers (12 accumulators + 2 constants of
  * the 16 ymm registers): more than FMA latency x FMA pipes on current x86
- * cores, so the loop is bound by FMA throughput alone. */
+ * cores, so the loop is bound by FMA throughput alone. The chains start from
+ * different values read through a volatile, and the empty asm pins them to
+ * registers each iteration: identical chains were once merged by the
+ * compiler into one, so the loop measured FMA latency and reported 1.5x the
+ * true peak. */
 enum { CHAINS = 12 };
 
 static void *fma_loop(void *out) {
-    __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-           a9 = a0, a10 = a0, a11 = a0;
+    static const volatile float seed[CHAINS] = {1.00f, 1.01f, 1.02f, 1.03f, 1.04f, 1.05f,
+                                                1.06f, 1.07f, 1.08f, 1.09f, 1.10f, 1.11f};
+    __m256 a0 = _mm256_set1_ps(seed[0]), a1 = _mm256_set1_ps(seed[1]), a2 = _mm256_set1_ps(seed[2]),
+           a3 = _mm256_set1_ps(seed[3]), a4 = _mm256_set1_ps(seed[4]), a5 = _mm256_set1_ps(seed[5]),
+           a6 = _mm256_set1_ps(seed[6]), a7 = _mm256_set1_ps(seed[7]), a8 = _mm256_set1_ps(seed[8]),
+           a9 = _mm256_set1_ps(seed[9]), a10 = _mm256_set1_ps(seed[10]), a11 = _mm256_set1_ps(seed[11]);
     const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
     for (int i = 0; i < ITERS; i++) {
         a0 = _mm256_fmadd_ps(a0, m, c), a1 = _mm256_fmadd_ps(a1, m, c), a2 = _mm256_fmadd_ps(a2, m, c);
         a3 = _mm256_fmadd_ps(a3, m, c), a4 = _mm256_fmadd_ps(a4, m, c), a5 = _mm256_fmadd_ps(a5, m, c);
         a6 = _mm256_fmadd_ps(a6, m, c), a7 = _mm256_fmadd_ps(a7, m, c), a8 = _mm256_fmadd_ps(a8, m, c);
         a9 = _mm256_fmadd_ps(a9, m, c), a10 = _mm256_fmadd_ps(a10, m, c), a11 = _mm256_fmadd_ps(a11, m, c);
+        __asm__("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7), "+x"(a8),
+                "+x"(a9), "+x"(a10), "+x"(a11));
     }
     const __m256 s = _mm256_add_ps(
         _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
