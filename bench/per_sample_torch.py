@@ -5,16 +5,23 @@ Opacus recipe (unfold + einsum; groups 1, not transposed), joined with nconv's
 times.
 
     nconv bench --per-sample --csv --threads 1 --batch ../shared/suites/public.txt > ps.csv
-    /usr/bin/python3 bench/per_sample_torch.py ps.csv [--markdown]
+    /usr/bin/python3 bench/per_sample_torch.py ps.csv [--markdown] [--nconv build/nconv [--rounds 3]]
 
 Columns: nconv per-sample ms, functorch ms, Opacus ms, PyTorch whole-batch
 backward-weights ms, and speedup = min(functorch, Opacus) / nconv (> 1: nconv
 is faster). Timing as nconv bench: one warm-up, median of runs lasting at least
 5 runs and 0.4 s, with the row's thread count.
+
+Without --nconv the nconv column is the csv's. With --nconv BIN, every row is
+measured in rounds (default 3): nconv (BIN bench --per-sample on the row's
+descriptor), then the PyTorch peers; each column is the best of its rounds'
+medians. Turns taken close together see the same drift of a shared machine,
+where timings taken minutes apart differ by up to 2x.
 """
 import csv
 import math
 import os
+import subprocess
 import sys
 
 import torch
@@ -65,18 +72,39 @@ def peers(pr, threads):
     return t_functorch, t_opacus, t_whole
 
 
+def nconv_ms(binary, r):
+    """One `nconv bench --per-sample` run of the row's problem: its per-sample ms."""
+    args = [binary, "bench", "--per-sample", "--csv", "--threads", r["threads"], r["desc"]]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return float(list(csv.DictReader(out.splitlines()))[0]["per_sample_ms"])
+
+
+def option(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     md = "--markdown" in sys.argv
+    binary = option("--nconv", None)
+    rounds = int(option("--rounds", "3")) if binary else 1
     cols = ["name", "samples", "threads", "nconv_ms", "functorch_ms", "opacus_ms", "torch_whole_bwd_w_ms", "speedup"]
     print(("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)) if md else ",".join(cols))
     speedups = []
     for r in rows:
-        tf, to, tw = peers(parse_desc(r["desc"]), int(r["threads"]))
+        tn = float(r["per_sample_ms"])
+        tf = to = tw = None
+        for k in range(rounds):
+            if binary:
+                t = nconv_ms(binary, r)
+                tn = t if k == 0 else min(tn, t)
+            f, o, w = peers(parse_desc(r["desc"]), int(r["threads"]))
+            tf, tw = (f, w) if k == 0 else (min(tf, f), min(tw, w))
+            to = o if k == 0 or o is None else min(to, o)
         best = min(t for t in (tf, to) if t is not None)
-        sp = best / float(r["per_sample_ms"])
+        sp = best / tn
         speedups.append(sp)
-        vals = [r["name"], r["samples"], r["threads"], r["per_sample_ms"], "%.3f" % tf, "%.3f" % to if to else "",
+        vals = [r["name"], r["samples"], r["threads"], "%.3f" % tn, "%.3f" % tf, "%.3f" % to if to else "",
                 "%.3f" % tw, "%.2f" % sp]
         print(("| " + " | ".join(vals) + " |") if md else ",".join(vals))
         sys.stdout.flush()

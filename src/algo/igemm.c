@@ -72,7 +72,7 @@ typedef struct geo {
     int64_t panels;    /* column panels of NR */
     int64_t mc_tiles;  /* row tiles per cache block */
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
-    int bw_swap;       /* bwd_w: tile rows are input channels (thin Cg), else output channels */
+    int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
@@ -119,11 +119,13 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->bw_kc = (64 << 10) / (g->Og > 0 ? g->Og : 1); /* the packed dy^T block: 256 KiB */
     if (g->bw_kc < 128) g->bw_kc = 128;
     if (g->bw_kc > 512) g->bw_kc = 512;
-    /* bwd_w tiles are MR rows x NR columns: put the wider of Cg and Og on the
-     * columns when that wastes fewer lanes (input layers with 1-4 channels). */
-    const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)g->Cg / (double)(NR * div_up(g->Cg, NR));
-    const double eff_c = (double)g->Cg / (double)(MR * div_up(g->Cg, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
-    g->bw_swap = eff_c > eff_o && !g->wfold; /* the W fold already widens the columns to KW * Cg */
+    /* bwd_w tiles are MR rows x NR columns: put the input columns (Cg, or
+     * KW * Cg when W-folded) on the rows when that wastes fewer lanes (input
+     * layers: 21 columns fill 2 panels of 16 at 66%, 4 tiles of 6 at 88%). */
+    const int64_t width = g->wfold ? c->k[2] * g->Cg : g->Cg;
+    const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)width / (double)(NR * div_up(width, NR));
+    const double eff_c = (double)width / (double)(MR * div_up(width, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
+    g->bw_swap = eff_c > eff_o;
 }
 
 /* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
@@ -155,7 +157,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     if (dir == NCONV_DIR_BWD_W) {
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators, see bw_ctx */
         s->init = s->jobs = 0;
-        s->scratch = sizeof(float) * (size_t)(div_up(g.Og, MR) * MR * g.bw_kc) +
+        const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
+        s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * MR * g.bw_kc) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
                      sizeof(float) * (size_t)(NR * g.bw_kc); /* a packed B panel and its row pointers */
     } else {
@@ -444,7 +447,7 @@ typedef struct bw_ctx {
     geo g;
     const nconv_kernels *k;
     const float *x, *dy, *zero;
-    float *acc; /* [G][KS][Og][Cg], or [G][KS][Cg][Og] when g.bw_swap */
+    float *acc; /* [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
     int64_t units, tiles; /* tiles of MR rows per (group, tap) */
     char *scratch;
     size_t scratch_stride;
@@ -453,7 +456,7 @@ typedef struct bw_ctx {
 /* Units are (group, tap, tile of MR rows); each thread owns a contiguous
  * range and reduces it over all pixels, block by block. Rows are output
  * channels: A = dy^T packed once per block and group, B = input rows in
- * place. With bw_swap rows are input channels: A = x^T packed per unit,
+ * place. With bw_swap rows are input columns: A = x^T packed per unit,
  * B = dy rows in place. Per block a thread decodes the pixels once and
  * builds input row pointers once per tap. */
 static void bw_task(void *arg, int tid, int nthreads) {
@@ -463,14 +466,14 @@ static void bw_task(void *arg, int tid, int nthreads) {
     const int swap = g->bw_swap;
     /* With the W fold a tap is (kd, kh) and the columns are its run of KW * Cg floats. */
     const int64_t taps = g->wfold ? g->ks_rows : g->KS, width = g->wfold ? c->k[2] * g->Cg : g->Cg;
-    const int64_t rows_n = swap ? g->Cg : g->Og, cols_n = swap ? g->Og : width;
+    const int64_t rows_n = swap ? width : g->Og, cols_n = swap ? g->Og : width;
     int64_t u0, u1;
     nconv__split(bc->units, tid, nthreads, &u0, &u1);
     if (u0 >= u1) return;
     const int64_t KC = g->bw_kc;
     char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
-    float *apack = (float *)scratch;                                     /* [tiles][KC][MR] or [KC][MR] */
-    const float **xrows = (const float **)(apack + div_up(g->Og, MR) * KC * MR); /* [KC] */
+    float *apack = (float *)scratch;                                     /* [tiles][KC][MR] */
+    const float **xrows = (const float **)(apack + bc->tiles * KC * MR); /* [KC] */
     const float **dyrows = xrows + KC;                                   /* [KC] */
     int64_t *pix = (int64_t *)(dyrows + KC);                             /* [4][KC]: image offset, o0, o1, o2 */
     const float **brows = (const float **)(pix + 4 * KC);                /* [KC] rows of bpack */
@@ -556,13 +559,22 @@ static void bw_task(void *arg, int tid, int nthreads) {
                     }
                 }
             } else {
-                for (int64_t v = u; v < run_end; v++) { /* x^T: apack[k][r] = x row of pixel p0 + k at channel r0 + r */
+                /* x^T of the run's tiles: apack[ot][k][r] = x row of pixel p0 + k at column ot * MR + r. */
+                const int64_t o0 = u % bc->tiles, o1 = (run_end - 1) % bc->tiles + 1;
+                const int64_t full = rows_n / MR < o1 ? rows_n / MR : o1;
+                for (int64_t k = 0; k < kc; k++) {
+                    const float *src = xrows[k];
+                    for (int64_t o = o0; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    if (full < o1) {
+                        float *d = apack + (full * KC + k) * MR;
+                        for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < rows_n ? src[full * MR + r] : 0.0f;
+                    }
+                }
+                for (int64_t v = u; v < run_end; v++) {
                     const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                    for (int64_t k = 0; k < kc; k++)
-                        for (int64_t r = 0; r < MR; r++) apack[k * MR + r] = r < mr ? xrows[k][r0 + r] : 0.0f;
                     for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                         const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                        bc->k->gemm_ib(mr, nc, kc, apack, dyrows, gi * g->Og + j0,
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, dyrows, gi * g->Og + j0,
                                        bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
@@ -692,14 +704,13 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
-        const int64_t tiles = div_up(g.bw_swap ? g.Cg : g.Og, MR);
-        const int64_t taps = g.wfold ? g.ks_rows : g.KS;
+        const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
+        const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
         bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(threads, bw_task, &bc);
         /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]). */
         const nconv_view *wv = e->w;
-        /* With the W fold, acc[g][(kd, kh)][o][(kw, c)]: tap t = (kd, kh) * KW + kw. */
-        const int64_t width = g.wfold ? c->k[2] * g.Cg : g.Cg;
+        /* With the W fold, acc[g][(kd, kh)][o][(kw, c)] (or [(kw, c)][o]): tap t = (kd, kh) * KW + kw. */
         for (int64_t gi = 0; gi < c->G; gi++)
             for (int64_t t = 0; t < g.KS; t++) {
                 const int64_t tr = g.wfold ? t / c->k[2] : t, col0 = g.wfold ? (t % c->k[2]) * g.Cg : 0;
@@ -707,7 +718,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
                 for (int64_t o = 0; o < g.Og; o++)
                     for (int64_t ci = 0; ci < g.Cg; ci++) {
                         const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + toff[t];
-                        const float v = g.bw_swap ? acc[ci * g.Og + o] : acc[o * width + col0 + ci];
+                        const float v = g.bw_swap ? acc[(col0 + ci) * g.Og + o] : acc[o * width + col0 + ci];
                         if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
                         else nconv__store1(wv->data, wv->dt, off, v);
                     }
