@@ -24,6 +24,7 @@
 #include "../internal.h"
 #include "../kernels/kernels.h"
 
+#include <math.h>
 #include <string.h>
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
@@ -368,28 +369,54 @@ static inline float wload(const wsrc *w, int64_t o, int64_t ci, int64_t t) {
 /* Packs column panel p of job j: [channel block][tap][k][NR].
  * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
  * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
- * class; k runs over the output channels. */
-static void pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p,
-                       float *packed) {
+ * class; k runs over the output channels. Weights of deep layers are
+ * megabytes, as much work to pack as the GEMM of a 7x7 image does with
+ * them: each (tap, k) row is a strided run of at most NR loads, with every
+ * index computed outside it. Returns whether every value packed is finite. */
+static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p,
+                      float *packed) {
     packed += p * j->ks * g->kc * NR;
-    for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk)
-        for (int64_t tr = 0; tr < j->ks; tr++) {
-            int64_t t = tr;
-            if (dir == NCONV_DIR_BWD_D) {
-                const int64_t a2 = tr % j->ntap[2], a1 = (tr / j->ntap[2]) % j->ntap[1], a0 = tr / (j->ntap[1] * j->ntap[2]);
-                t = (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
-            }
-            for (int64_t k = k0; k < k0 + g->kchunk && k < g->kc; k++, packed += NR)
-                for (int64_t jj = 0; jj < NR; jj++) {
-                    const int64_t col = p * NR + jj;
-                    if (dir == NCONV_DIR_FWD) {
-                        const int64_t ci = g->wfold ? k % g->Cg : k, tt = g->wfold ? tr * c->k[2] + k / g->Cg : tr;
-                        packed[jj] = col < g->Og ? wload(w, j->g * g->Og + col, ci, tt) : 0.0f;
-                    } else {
-                        packed[jj] = col < g->Cg ? wload(w, j->g * g->Og + k, col, t) : 0.0f;
+    const nconv_view *v = w->v;
+    const float *wf = v->dt == NCONV_F32 ? (const float *)v->data : NULL;
+    const int fwd = dir == NCONV_DIR_FWD;
+    const int64_t ncols = fwd ? g->Og : g->Cg;
+    const int64_t nc = ncols - p * NR < NR ? ncols - p * NR : NR;
+    /* Offset of column p * NR + jj is col0 + jj * cstride. */
+    const int64_t cstride = fwd ? v->stride[0] : v->stride[1];
+    const int64_t col0 = fwd ? (j->g * g->Og + p * NR) * v->stride[0] : j->g * g->Og * v->stride[0] + p * NR * v->stride[1];
+    int finite = 1;
+    int64_t tr = 0; /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
+    const int64_t n0 = fwd ? 1 : j->ntap[0], n1 = fwd ? 1 : j->ntap[1], n2 = fwd ? j->ks : j->ntap[2];
+    for (int64_t a0 = 0; a0 < n0; a0++)
+        for (int64_t a1 = 0; a1 < n1; a1++)
+            for (int64_t a2 = 0; a2 < n2; a2++, tr++) {
+                const int64_t t = fwd ? (g->wfold ? tr * c->k[2] : tr)
+                                      : (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+                for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+                    const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+                    float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+                    for (int64_t k = k0; k < k0 + kcc; k++, dst += NR) {
+                        int64_t off = col0;
+                        if (fwd) off += (g->wfold ? k % g->Cg : k) * v->stride[1] + w->toff[g->wfold ? t + k / g->Cg : t];
+                        else off += k * v->stride[0] + w->toff[t];
+                        if (wf) {
+                            for (int64_t jj = 0; jj < nc; jj++) {
+                                const float x = wf[off + jj * cstride];
+                                finite &= isfinite(x) != 0;
+                                dst[jj] = x;
+                            }
+                        } else {
+                            for (int64_t jj = 0; jj < nc; jj++) {
+                                const float x = (float)nconv__load(v->data, v->dt, off + jj * cstride);
+                                finite &= isfinite(x) != 0;
+                                dst[jj] = x;
+                            }
+                        }
+                        for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
                     }
                 }
-        }
+            }
+    return finite;
 }
 
 typedef struct pack_ctx {
@@ -399,6 +426,7 @@ typedef struct pack_ctx {
     const wsrc *w;
     const job *jobs;
     int64_t njobs;
+    int *finite; /* per thread: every value it packed was finite */
 } pack_ctx;
 
 /* Threads split the (job, panel) pairs: packing is O(weights) but serial it
@@ -407,10 +435,12 @@ static void pack_task(void *arg, int tid, int nthreads) {
     const pack_ctx *pc = arg;
     int64_t u0, u1;
     nconv__split(pc->njobs * pc->g->panels, tid, nthreads, &u0, &u1);
+    int finite = 1;
     for (int64_t u = u0; u < u1; u++) {
         const job *j = &pc->jobs[u / pc->g->panels];
-        pack_panel(pc->c, pc->g, pc->dir, pc->w, j, u % pc->g->panels, (float *)j->w);
+        finite &= pack_panel(pc->c, pc->g, pc->dir, pc->w, j, u % pc->g->panels, (float *)j->w);
     }
+    pc->finite[tid] = finite;
 }
 
 /* For bwd_d one job per (group, residue class): its taps, and where its
@@ -663,12 +693,15 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
 /* ------------------------------------------------------------------ run */
 
 static nconv_status igemm_run(const nconv_exec *e) {
-    if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
     const nconv_core *c = e->c;
     const nconv_direction dir = e->dir;
     const int threads = e->threads;
     geo g;
     geometry(c, dir, &g);
+    /* bwd_d with non-finite weights goes to gemm (see nconv__bwd_d_nonfinite_workspace);
+     * the row GEMM finds out while packing the weights, which reads them all anyway. */
+    if (g.dcols && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
+    const size_t ws_mark = e->ws->used;
     ws_sizes s;
     sizes(c, dir, threads, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
@@ -774,8 +807,15 @@ static nconv_status igemm_run(const nconv_exec *e) {
     } else {
         njobs = make_bwd_d_jobs(c, &g, packed, jobs);
     }
-    pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs};
-    nconv__parallel(threads, pack_task, &pc);
+    int finite[256];
+    for (int i = 0; i < 256; i++) finite[i] = 1;
+    pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
+    nconv__parallel(threads < 256 ? threads : 256, pack_task, &pc);
+    for (int i = 0; i < 256; i++)
+        if (dir == NCONV_DIR_BWD_D && !finite[i]) {
+            e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
+            return nconv_algo_gemm.run(e);
+        }
     int64_t total = 0;
     for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero, fuse && epi && epi->relu,
