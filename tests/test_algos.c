@@ -304,7 +304,55 @@ static void test_wide_channels(void) {
     nconv_context_destroy(ctx);
 }
 
+/* 1x1, stride 1, no padding, on NCHW planes: igemm's plane path (no layout
+ * change; rows are channels, columns pixels), every epilogue, transposed and
+ * grouped, 1-3D, against the reference, the same bits for 1 and 3 threads. */
+static void test_planes_1x1(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    nconv_context_set_algorithm(ctx, "igemm");
+    uint64_t rng = 77;
+    /* ndims, C, O, G, spatial size, transposed */
+    const int64_t cases[][6] = {{2, 64, 40, 1, 12, 0}, {2, 24, 30, 2, 9, 0}, {1, 300, 7, 1, 100, 0},
+                                {3, 8, 20, 4, 5, 0},   {2, 40, 64, 1, 10, 1}, {1, 6, 13, 1, 77, 1},
+                                {2, 600, 9, 3, 8, 0}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, (int)cases[i][0]);
+        p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
+        p.transposed = (int)cases[i][5];
+        for (int d = 0; d < p.ndims; d++) p.in_size[d] = cases[i][4] + d, p.kernel[d] = 1;
+        for (int epi = 0; epi < 4; epi++) {
+            uint64_t fill = test_rng(&rng);
+            operands r, a, b;
+            operands_make(&r, &p, LAYOUT_NCX, &rng, &fill);
+            operands_make(&a, &p, LAYOUT_NCX, &rng, &fill);
+            operands_make(&b, &p, LAYOUT_NCX, &rng, &fill);
+            r.has_b = epi & 1, r.has_z = epi >= 2;
+            r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+            a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
+            CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
+            nconv_context_set_threads(ctx, 1);
+            CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
+            nconv_context_set_threads(ctx, 3);
+            CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+            const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
+                         ew = rel_err(&a.dw, &r.dw, NCONV_F32);
+            CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "planes case %d epi %d: y err %g, dx err %g, dw err %g", i,
+                  epi, ey, ex, ew);
+            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+                  "planes case %d epi %d: results differ between 1 and 3 threads", i, epi);
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 int main(void) {
+    test_planes_1x1();
     test_wide_channels();
     test_against_reference();
     test_adjoint();

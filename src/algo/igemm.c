@@ -182,7 +182,11 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
 
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
     ws_sizes s;
-    const size_t own = sizes(c, dir, threads, &s);
+    size_t own = sizes(c, dir, threads, &s);
+    if (nconv__planes_1x1_shape(c, dir)) {
+        const size_t planes = nconv__planes_1x1_workspace(c, dir, threads);
+        if (planes > own) own = planes;
+    }
     return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
@@ -384,6 +388,36 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
     /* Offset of column p * NR + jj is col0 + jj * cstride. */
     const int64_t cstride = fwd ? v->stride[0] : v->stride[1];
     const int64_t col0 = fwd ? (j->g * g->Og + p * NR) * v->stride[0] : j->g * g->Og * v->stride[0] + p * NR * v->stride[1];
+    if (fwd && wf && !g->wfold && v->stride[1] == 1) {
+        /* Channels contiguous (1x1, or channels-last weights): per tap and
+         * channel block, a [nc][kcc] -> [kcc][NR] transpose. */
+        const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
+        for (int64_t tr = 0; tr < j->ks; tr++)
+            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+                const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+                float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+                transpose(nc, kcc, wf + col0 + k0 + w->toff[tr], cstride, dst, NR);
+                if (nc < NR)
+                    for (int64_t k = 0; k < kcc; k++) memset(dst + k * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+            }
+        return 1;
+    }
+    if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
+        /* Taps innermost (OIHW): each output channel's [c][taps] block read in order. */
+        for (int64_t jj = 0; jj < NR; jj++)
+            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+                const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+                for (int64_t k = k0; k < k0 + kcc; k++) {
+                    float *dst = packed + (k0 * j->ks + k - k0) * NR + jj;
+                    const float *src = wf + col0 + jj * cstride + k * v->stride[1];
+                    if (jj < nc)
+                        for (int64_t tr = 0; tr < j->ks; tr++) dst[tr * kcc * NR] = src[w->toff[tr]];
+                    else
+                        for (int64_t tr = 0; tr < j->ks; tr++) dst[tr * kcc * NR] = 0.0f;
+                }
+            }
+        return 1;
+    }
     int finite = 1;
     int64_t tr = 0; /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
     const int64_t n0 = fwd ? 1 : j->ntap[0], n1 = fwd ? 1 : j->ntap[1], n2 = fwd ? j->ks : j->ntap[2];
@@ -693,6 +727,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
 /* ------------------------------------------------------------------ run */
 
 static nconv_status igemm_run(const nconv_exec *e) {
+    if (nconv__planes_1x1_applies(e)) return nconv__planes_1x1_run(e);
     const nconv_core *c = e->c;
     const nconv_direction dir = e->dir;
     const int threads = e->threads;

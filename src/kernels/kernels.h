@@ -35,6 +35,16 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
 typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 
+/*
+ * Packed GEMM, up to 6 x 16 (the BLIS micro-kernel):
+ *   C[r][j] = init + sum_{k < kc} a[k * 6 + r] * b[k * 16 + j], then max(., 0) with NCONV_GEMM_RELU,
+ * where init is C[r][j] with NCONV_GEMM_ACCUMULATE, else rinit[r] (0 when
+ * rinit is NULL). b is 32-byte aligned; rows r < mr, columns j < nc are written.
+ */
+enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2 };
+typedef void (*nconv_f32_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, const float *rinit, int flags);
+
 /* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
 typedef void (*nconv_f32_dwconv_fn)(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                                     const float *init, float *out, int relu);
@@ -65,6 +75,8 @@ void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, 
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int relu);
+void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
@@ -76,6 +88,8 @@ void nconv_f32_dwrow__avx2(int64_t rows, int64_t n, int64_t ks, const float *con
 void nconv_f32_dwdot__avx2(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
                            const float *const *src, int64_t src_pitch, float *acc);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
+void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                               int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
@@ -91,6 +105,7 @@ typedef struct nconv_kernels {
     const char *name;
     nconv_f32_igemm_fn igemm;
     nconv_f32_gemm_ib_fn gemm_ib;
+    nconv_f32_gemm_fn gemm;
     nconv_f32_transpose_fn transpose;
     nconv_f32_dwconv_fn dwconv;
     nconv_f32_vmacc_fn vmacc;
