@@ -85,6 +85,37 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                             }
                         CHECK(worst <= 1e-5 * (double)K, "%s gemm_ib mr %lld nc %lld K %lld mode %d: err %g", k->name,
                               (long long)mr, (long long)nc, (long long)K, mode, worst);
+
+                        /* gemm: A packed [K][6], B packed [K][16] (aligned), rows starting at
+                         * rinit (mode 0), accumulating (1), or at zero then relu (2); C has
+                         * 20 columns and must stay untouched outside mr x nc. */
+                        float *bp = aligned_alloc(64, sizeof(float) * (size_t)(K * NCONV_NR));
+                        float rinit[NCONV_MR];
+                        for (int64_t i = 0; i < K * NCONV_NR; i++) bp[i] = (float)test_uniform(rng);
+                        for (int64_t r = 0; r < NCONV_MR; r++) rinit[r] = (float)test_uniform(rng);
+                        for (int64_t i = 0; i < NCONV_MR * 20; i++) cm[i] = mode == 1 ? 0.25f * (float)(i % 7) : NAN;
+                        const int flags = mode == 1 ? NCONV_GEMM_ACCUMULATE : mode == 2 ? NCONV_GEMM_RELU : 0;
+                        k->gemm(mr, nc, K, ap, bp, cm, 20, mode == 0 ? rinit : NULL, flags);
+                        worst = 0;
+                        untouched = 1;
+                        for (int64_t r = 0; r < NCONV_MR; r++)
+                            for (int64_t j = 0; j < 20; j++) {
+                                const int64_t i = r * 20 + j;
+                                if (r >= mr || j >= nc) {
+                                    if (mode == 1 ? cm[i] != 0.25f * (float)(i % 7) : !isnan(cm[i])) untouched = 0;
+                                    continue;
+                                }
+                                double acc = mode == 1 ? 0.25 * (double)(i % 7) : mode == 0 ? rinit[r] : 0;
+                                for (int64_t kk = 0; kk < K; kk++) acc += (double)ap[kk * NCONV_MR + r] * bp[kk * NCONV_NR + j];
+                                if (mode == 2 && acc < 0) acc = 0;
+                                double e = fabs(cm[i] - acc);
+                                if (!(e <= worst)) worst = e;
+                            }
+                        CHECK(worst <= 1e-5 * (double)K, "%s gemm mr %lld nc %lld K %lld mode %d: err %g", k->name,
+                              (long long)mr, (long long)nc, (long long)K, mode, worst);
+                        CHECK(untouched, "%s gemm wrote outside mr x nc (mr %lld nc %lld)", k->name, (long long)mr,
+                              (long long)nc);
+                        free(bp);
                         free(ap), free(bm), free(brow), free(a), free(w), free(zero);
                     }
 }
