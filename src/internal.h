@@ -188,10 +188,10 @@ extern const nconv_algo nconv_algo_ref;
 /* igemm's path for 1x1 convolution on NCHW f32 planes (src/algo/planes_1x1.c):
  * whether the problem has the shape, whether the call's operands suit it,
  * its workspace (igemm's covers it), and the run. */
-int nconv__planes_1x1_shape(const nconv_core *c, nconv_direction dir);
-int nconv__planes_1x1_applies(const nconv_exec *e);
-size_t nconv__planes_1x1_workspace(const nconv_core *c, nconv_direction dir, int threads);
-nconv_status nconv__planes_1x1_run(const nconv_exec *e);
+int nconv__planes_shape(const nconv_core *c, nconv_direction dir);
+int nconv__planes_applies(const nconv_exec *e);
+size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads);
+nconv_status nconv__planes_run(const nconv_exec *e);
 
 /* Backward-data kernels that read dy through a zero buffer for taps outside
  * it would turn 0 * Inf into NaN where PyTorch (and the reference) compute no

@@ -304,26 +304,42 @@ static void test_wide_channels(void) {
     nconv_context_destroy(ctx);
 }
 
-/* 1x1, stride 1, no padding, on NCHW planes: igemm's plane path (no layout
- * change; rows are channels, columns pixels), every epilogue, transposed and
- * grouped, 1-3D, against the reference, the same bits for 1 and 3 threads. */
-static void test_planes_1x1(void) {
+/* igemm's plane path (NCHW f32, no layout change; rows are channels,
+ * columns output pixels): 1x1 convolutions with stride 1 and no padding,
+ * and forward passes with a short reduction (gathered per tile) over
+ * strides, dilations, padding and every padding mode; every epilogue,
+ * transposed and grouped, 1-3D, against the reference, the same bits for 1
+ * and 3 threads. */
+static void test_planes(void) {
     nconv_context *ref, *ctx;
     nconv_context_create(&ref);
     nconv_context_create(&ctx);
     nconv_context_set_algorithm(ref, "ref");
     nconv_context_set_algorithm(ctx, "igemm");
+    /* igemm's bwd_d takes zero padding only: the other modes go through the heuristic (igemm for fwd). */
+    nconv_context *modes_ctx;
+    nconv_context_create(&modes_ctx);
     uint64_t rng = 77;
-    /* ndims, C, O, G, spatial size, transposed */
-    const int64_t cases[][6] = {{2, 64, 40, 1, 12, 0}, {2, 24, 30, 2, 9, 0}, {1, 300, 7, 1, 100, 0},
-                                {3, 8, 20, 4, 5, 0},   {2, 40, 64, 1, 10, 1}, {1, 6, 13, 1, 77, 1},
-                                {2, 600, 9, 3, 8, 0}};
+    /* ndims, C, O, G, spatial size, kernel, stride, padding, dilation, transposed, padding mode */
+    const int64_t cases[][11] = {
+        {2, 64, 40, 1, 12, 1, 1, 0, 1, 0, 0}, {2, 24, 30, 2, 9, 1, 1, 0, 1, 0, 0},  {1, 300, 7, 1, 100, 1, 1, 0, 1, 0, 0},
+        {3, 8, 20, 4, 5, 1, 1, 0, 1, 0, 0},   {2, 40, 64, 1, 10, 1, 1, 0, 1, 1, 0}, {1, 6, 13, 1, 77, 1, 1, 0, 1, 1, 0},
+        {2, 600, 9, 3, 8, 1, 1, 0, 1, 0, 0},  {2, 3, 32, 1, 29, 7, 2, 3, 1, 0, 0},  {1, 1, 40, 1, 500, 10, 5, 0, 1, 0, 0},
+        {1, 2, 34, 2, 300, 5, 3, 4, 2, 0, 1}, {2, 2, 16, 1, 20, 3, 1, 1, 1, 0, 2},  {2, 4, 48, 1, 21, 3, 2, 2, 2, 0, 3},
+        {3, 2, 20, 1, 7, 3, 1, 1, 1, 0, 0}};
+    const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         nconv_problem p;
         nconv_problem_init(&p, (int)cases[i][0]);
         p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
-        p.transposed = (int)cases[i][5];
-        for (int d = 0; d < p.ndims; d++) p.in_size[d] = cases[i][4] + d, p.kernel[d] = 1;
+        p.transposed = (int)cases[i][9];
+        p.padding_mode = modes[cases[i][10]];
+        for (int d = 0; d < p.ndims; d++) {
+            p.in_size[d] = cases[i][4] + d, p.kernel[d] = cases[i][5], p.stride[d] = cases[i][6];
+            p.pad_begin[d] = p.pad_end[d] = cases[i][7], p.dilation[d] = cases[i][8];
+        }
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
+        nconv_context *run = p.padding_mode == NCONV_PAD_ZEROS ? ctx : modes_ctx;
         for (int epi = 0; epi < 4; epi++) {
             uint64_t fill = test_rng(&rng);
             operands r, a, b;
@@ -334,10 +350,10 @@ static void test_planes_1x1(void) {
             r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
             a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
             CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
-            nconv_context_set_threads(ctx, 1);
-            CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
-            nconv_context_set_threads(ctx, 3);
-            CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+            nconv_context_set_threads(run, 1);
+            CHECK(run_all(run, &p, &a) == NCONV_OK, "%s", nconv_last_error());
+            nconv_context_set_threads(run, 3);
+            CHECK(run_all(run, &p, &b) == NCONV_OK, "%s", nconv_last_error());
             const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
                          ew = rel_err(&a.dw, &r.dw, NCONV_F32);
             CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "planes case %d epi %d: y err %g, dx err %g, dw err %g", i,
@@ -349,10 +365,11 @@ static void test_planes_1x1(void) {
     }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
+    nconv_context_destroy(modes_ctx);
 }
 
 int main(void) {
-    test_planes_1x1();
+    test_planes();
     test_wide_channels();
     test_against_reference();
     test_adjoint();

@@ -183,8 +183,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
     ws_sizes s;
     size_t own = sizes(c, dir, threads, &s);
-    if (nconv__planes_1x1_shape(c, dir)) {
-        const size_t planes = nconv__planes_1x1_workspace(c, dir, threads);
+    if (nconv__planes_shape(c, dir)) {
+        const size_t planes = nconv__planes_workspace(c, dir, threads);
         if (planes > own) own = planes;
     }
     return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
@@ -727,7 +727,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
 /* ------------------------------------------------------------------ run */
 
 static nconv_status igemm_run(const nconv_exec *e) {
-    if (nconv__planes_1x1_applies(e)) return nconv__planes_1x1_run(e);
+    if (nconv__planes_applies(e)) return nconv__planes_run(e);
     const nconv_core *c = e->c;
     const nconv_direction dir = e->dir;
     const int threads = e->threads;

@@ -1,22 +1,26 @@
 /*
- * A path of algorithm "igemm": 1x1 convolution (stride 1, no padding) on
- * channel planes (NCHW f32), with no layout conversion.
- *
- * On planes such a convolution is a GEMM per image and group whose columns
- * are contiguous pixels:
- *   fwd:   y[o][p]  = sum_c w[o][c] * x[c][p]
- *   bwd_d: dx[c][p] = sum_o w[o][c] * dy[o][p]
+ * A path of algorithm "igemm": convolution on channel planes (NCHW f32)
+ * with no layout conversion, for the shapes where the columns of the GEMM
+ * can be output pixels:
+ *   1x1 (stride 1, no padding), fwd and bwd_d:
+ *     fwd:   y[o][p]  = sum_c w[o][c] * x[c][p]
+ *     bwd_d: dx[c][p] = sum_o w[o][c] * dy[o][p]
+ *   fwd with a short reduction (Cg * taps <= THIN_RED: input layers, raw
+ *   audio), any stride, dilation, padding and padding mode:
+ *     y[o][p] = sum_{c, t} w[o][c][t] * x[c][pix(p, t)]
  * Tile rows are output-side channels (A = the weights, packed [tile][k][6]
- * once per call), tile columns 16 pixels (B = one line of each input plane,
- * copied together per block), computed by the packed 6 x 16 micro-kernel,
- * which also starts each row at its bias and applies relu. Going through
- * NHWC instead costs two transposes of the activations, as much memory
- * traffic as the GEMM itself when channels are few.
+ * once per call), tile columns 16 pixels: B holds, per reduction row, the
+ * 16 input values the pixels read (one line of an input plane for 1x1, a
+ * gather otherwise: an im2col of 16 pixels, cheap when the reduction is
+ * short), computed by the packed 6 x 16 micro-kernel, which also starts
+ * each row at its bias and applies relu. Going through NHWC instead costs
+ * two transposes of the activations, more memory traffic than the GEMM
+ * itself when channels are few or the output is much larger than the input.
  *
  * Threads split (image, group, run of 16-pixel tiles) units; each unit runs
  * the reduction in blocks, so every output is summed in one fixed order:
- * results do not depend on the thread count. With z, the tile is filled with bias +
- * alpha * z before the first block.
+ * results do not depend on the thread count. With z, the tile is filled
+ * with bias + alpha * z before the first block.
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
@@ -27,6 +31,7 @@ enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { K_BLOCK = 256 };        /* reduction rows per block */
 enum { B_FLOATS = 32768 };     /* the packed B of a unit: 128 KiB, in L2 */
 enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: the NHWC path takes them */
+enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per tile */
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -36,30 +41,36 @@ static int is_planar_f32(const nconv_view *v) {
            (v->shape[2] == 1 || v->stride[2] == v->shape[3] * v->shape[4]);
 }
 
-/* Rows of the GEMM (output-side channels per group) and its reduction. */
+/* Rows of the GEMM (output-side channels per group) and its reduction:
+ * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
 static void dims(const nconv_core *c, nconv_direction dir, int64_t *rows, int64_t *red) {
     const int64_t Cg = c->C / c->G, Og = c->O / c->G;
     *rows = dir == NCONV_DIR_FWD ? Og : Cg;
-    *red = dir == NCONV_DIR_FWD ? Cg : Og;
+    *red = dir == NCONV_DIR_FWD ? Cg * nconv__core_kernel_spatial(c) : Og;
+}
+
+static int is_1x1(const nconv_core *c) {
+    for (int i = 0; i < 3; i++)
+        if (c->k[i] != 1 || c->s[i] != 1 || c->pb[i] != 0 || c->out[i] != c->in[i]) return 0;
+    return 1;
 }
 
 /* Per thread: the packed B panel, then the B rows of the current (image, group). */
 static size_t scratch_bytes(int64_t red) { return sizeof(float) * B_FLOATS + sizeof(float *) * (size_t)red; }
 
-int nconv__planes_1x1_shape(const nconv_core *c, nconv_direction dir) {
-    if (dir == NCONV_DIR_BWD_W || c->dt != NCONV_F32) return 0;
-    for (int i = 0; i < 3; i++)
-        if (c->k[i] != 1 || c->s[i] != 1 || c->pb[i] != 0 || c->out[i] != c->in[i]) return 0;
-    return nconv__core_in_spatial(c) >= MIN_PIXELS;
+int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
+    if (dir == NCONV_DIR_BWD_W || c->dt != NCONV_F32 || nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
+    if (is_1x1(c)) return 1;
+    return dir == NCONV_DIR_FWD && (c->C / c->G) * nconv__core_kernel_spatial(c) <= THIN_RED && c->O / c->G >= NR;
 }
 
-int nconv__planes_1x1_applies(const nconv_exec *e) {
-    if (!nconv__planes_1x1_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
+int nconv__planes_applies(const nconv_exec *e) {
+    if (!nconv__planes_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
     if (!is_planar_f32(e->x) || !is_planar_f32(e->y)) return 0;
     return !e->epi || !e->epi->z || is_planar_f32(e->epi->z);
 }
 
-size_t nconv__planes_1x1_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads) {
     int64_t rows, red;
     dims(c, dir, &rows, &red);
     const size_t apack = sizeof(float) * (size_t)(c->G * div_up(rows, MR) * MR * red);
@@ -70,7 +81,8 @@ size_t nconv__planes_1x1_workspace(const nconv_core *c, nconv_direction dir, int
 typedef struct planes_ctx {
     const nconv_exec *e;
     const nconv_kernels *k;
-    int64_t rows, red, tiles, P;
+    int64_t rows, red, tiles, P; /* P: output pixels per plane */
+    int gather;     /* B by gather (im2col of a tile), else plane lines (1x1) */
     int64_t pt;     /* 16-pixel tiles per unit */
     int64_t blocks; /* units per plane */
     float *apack;      /* [G][tiles][red][MR] */
@@ -87,8 +99,9 @@ static void pack_task(void *arg, int tid, int nthreads) {
     const nconv_exec *e = pc->e;
     const nconv_view *w = e->w;
     const float *wd = w->data;
+    const nconv_core *c = e->c;
     const int fwd = e->dir == NCONV_DIR_FWD;
-    const int64_t Og = e->c->O / e->c->G;
+    const int64_t Og = c->O / c->G, KS = nconv__core_kernel_spatial(c);
     int64_t u0, u1;
     nconv__split(e->c->G * pc->tiles, tid, nthreads, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
@@ -100,11 +113,50 @@ static void pack_task(void *arg, int tid, int nthreads) {
                 for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = 0.0f;
                 continue;
             }
-            /* fwd: w[g * Og + row][k]; bwd_d: w[g * Og + k][row] */
-            const float *s = wd + (fwd ? (g * Og + row) * w->stride[0] : g * Og * w->stride[0] + row * w->stride[1]);
-            const int64_t ks = fwd ? w->stride[1] : w->stride[0];
-            for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = s[k * ks];
+            if (!fwd) { /* bwd_d: w[g * Og + k][row] */
+                const float *s = wd + g * Og * w->stride[0] + row * w->stride[1];
+                for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = s[k * w->stride[0]];
+                continue;
+            }
+            /* fwd: w[g * Og + row][ci][t], k = ci * KS + t */
+            const float *s = wd + (g * Og + row) * w->stride[0];
+            for (int64_t k = 0; k < pc->red; k++) {
+                const int64_t ci = k / KS, t = k % KS, t2 = t % c->k[2], t1 = (t / c->k[2]) % c->k[1], t0 = t / (c->k[1] * c->k[2]);
+                dst[k * MR + r] = s[ci * w->stride[1] + t0 * w->stride[2] + t1 * w->stride[3] + t2 * w->stride[4]];
+            }
         }
+    }
+}
+
+/* B rows k0 .. k0 + kc of the tile of output pixels [p0, p0 + nc) by
+ * gather: d[k][j] = x[c][pix(p0 + j, t)] (zero outside, or the padding
+ * mode's element), k = c * KS + t; xg is image n, group g. Pixels are taken
+ * in runs along the output row, so the tap's input row is found once per
+ * run. */
+static void gather_tile(const nconv_core *c, const nconv_view *x, const float *xg, int64_t p0, int64_t nc, int64_t k0,
+                        int64_t kc, float *d) {
+    const int64_t KS = nconv__core_kernel_spatial(c), OW = c->out[2];
+    for (int64_t k = k0; k < k0 + kc; k++, d += NR) {
+        const int64_t ci = k / KS, t = k % KS, t2 = t % c->k[2], t1 = (t / c->k[2]) % c->k[1], t0 = t / (c->k[1] * c->k[2]);
+        const float *xc = xg + ci * x->stride[1];
+        for (int64_t j = 0; j < nc;) {
+            const int64_t p = p0 + j, ow = p % OW, oh = (p / OW) % c->out[1], od = p / (OW * c->out[1]);
+            const int64_t run = OW - ow < nc - j ? OW - ow : nc - j;
+            const int64_t id = nconv__map_index(od * c->s[0] - c->pb[0] + t0 * c->d[0], c->in[0], c->mode);
+            const int64_t ih = nconv__map_index(oh * c->s[1] - c->pb[1] + t1 * c->d[1], c->in[1], c->mode);
+            if (id < 0 || ih < 0) {
+                memset(d + j, 0, sizeof(float) * (size_t)run);
+            } else {
+                const float *row = xc + id * x->stride[2] + ih * x->stride[3];
+                int64_t iw = ow * c->s[2] - c->pb[2] + t2 * c->d[2];
+                for (int64_t q = 0; q < run; q++, iw += c->s[2]) {
+                    const int64_t m = iw >= 0 && iw < c->in[2] ? iw : nconv__map_index(iw, c->in[2], c->mode);
+                    d[j + q] = m < 0 ? 0.0f : row[m];
+                }
+            }
+            j += run;
+        }
+        for (int64_t j = nc; j < NR; j++) d[j] = 0.0f;
     }
 }
 
@@ -120,15 +172,16 @@ static void run_task(void *arg, int tid, int nthreads) {
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
     const float **brows = (const float **)(bpack + B_FLOATS);
     const int64_t ldc = out->stride[1];
+    const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
     int64_t u0, u1;
     nconv__split(c->N * c->G * pc->blocks, tid, nthreads, &u0, &u1);
     int64_t cur = -1; /* the (image, group) brows hold */
     for (int64_t u = u0; u < u1; u++) {
         const int64_t ng = u / pc->blocks, n = ng / c->G, g = ng % c->G;
         const int64_t q0 = (u % pc->blocks) * pc->pt * NR, q1 = q0 + pc->pt * NR < pc->P ? q0 + pc->pt * NR : pc->P;
-        if (ng != cur) {
-            const float *s = (const float *)src->data + n * src->stride[0] + g * pc->red * src->stride[1];
-            for (int64_t k = 0; k < pc->red; k++) brows[k] = s + k * src->stride[1];
+        const float *sg = (const float *)src->data + n * src->stride[0] + g * src_group * src->stride[1];
+        if (!pc->gather && ng != cur) {
+            for (int64_t k = 0; k < pc->red; k++) brows[k] = sg + k * src->stride[1];
             cur = ng;
         }
         float *o = (float *)out->data + n * out->stride[0] + g * pc->rows * out->stride[1];
@@ -141,7 +194,10 @@ static void run_task(void *arg, int tid, int nthreads) {
             }
         for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
             const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
-            for (int64_t k = 0; k < kc; k++) {
+            if (pc->gather)
+                for (int64_t p0 = q0; p0 < q1; p0 += NR)
+                    gather_tile(c, src, sg, p0, q1 - p0 < NR ? q1 - p0 : NR, k0, kc, bpack + (p0 - q0) / NR * kc * NR);
+            for (int64_t k = 0; k < kc && !pc->gather; k++) {
                 const float *b = brows[k0 + k];
                 for (int64_t p0 = q0; p0 < q1; p0 += NR) {
                     float *d = bpack + ((p0 - q0) / NR * kc + k) * NR;
@@ -153,7 +209,8 @@ static void run_task(void *arg, int tid, int nthreads) {
                     }
                 }
             }
-            const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && k0 + kc == pc->red ? NCONV_GEMM_RELU : 0);
+            const int last = k0 + kc == pc->red;
+            const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0);
             for (int64_t t = 0; t < pc->tiles; t++) {
                 const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                 const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
@@ -167,7 +224,7 @@ static void run_task(void *arg, int tid, int nthreads) {
     }
 }
 
-nconv_status nconv__planes_1x1_run(const nconv_exec *e) {
+nconv_status nconv__planes_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     planes_ctx pc;
     memset(&pc, 0, sizeof pc);
@@ -175,7 +232,8 @@ nconv_status nconv__planes_1x1_run(const nconv_exec *e) {
     pc.k = nconv__kernels();
     dims(c, e->dir, &pc.rows, &pc.red);
     pc.tiles = div_up(pc.rows, MR);
-    pc.P = nconv__core_in_spatial(c);
+    pc.P = nconv__core_out_spatial(c);
+    pc.gather = !is_1x1(c);
     const int64_t kb = pc.red < K_BLOCK ? pc.red : K_BLOCK;
     pc.pt = B_FLOATS / (kb * NR);
     if (pc.pt > 8) pc.pt = 8;
