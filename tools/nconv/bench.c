@@ -2,7 +2,8 @@
  * nconv bench: times each problem and direction from the plain user layout
  * (every internal transform included): one warm-up run, then repeated runs
  * until MIN_RUNS and MIN_SECONDS are both reached; reports the median. The
- * oneDNN peer runs in turn with nconv, and its median is reported beside.
+ * oneDNN peer runs between two halves of nconv's runs, and its median is
+ * reported beside.
  * With no problem given it runs the embedded default suite.
  */
 #include "cli.h"
@@ -11,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MIN_RUNS = 5, MAX_RUNS = 100 };
 static const double MIN_SECONDS = 0.4;
+static const double PEER_PAUSE = 0.05; /* after oneDNN: its OpenMP threads stop spinning */
 
 /* The default suite: the problems of ../shared/suites/public.txt at batch 1,
  * with the two largest (VGG, C3D) at half the spatial size, so that the
@@ -50,6 +53,24 @@ typedef struct totals {
     double ms, flops, onednn_ms_paired, ms_paired, log_ratio;
     int n_ratio;
 } totals;
+
+/* Runs of one problem and direction appended to times from index n, at
+ * least MIN_RUNS of them and seconds in all; returns the new count. */
+static int time_runs(nconv_context *ctx, run_data *d, int dir, double seconds, double *times, int n) {
+    double spent = 0;
+    for (int k = 0; n < 2 * MAX_RUNS && (k < MIN_RUNS || spent < seconds); k++, n++) {
+        const double t0 = now_seconds();
+        run_dir(ctx, d, dir);
+        times[n] = now_seconds() - t0;
+        spent += times[n];
+    }
+    return n;
+}
+
+static void pause_seconds(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
 
 /* Median time of fn over runs lasting MIN_RUNS and MIN_SECONDS (one warm-up first). */
 typedef nconv_status (*timed_fn)(void *arg);
@@ -239,25 +260,29 @@ int cmd_bench(int argc, char **argv) {
                     run_data_free(&d);
                     continue;
                 }
-                /* nconv and oneDNN take turns, so that both see the same drift of this shared machine. */
-                double times[MAX_RUNS], dnnl_times[MAX_RUNS], spent = 0;
-                int n = 0, have_peer = dnnl != NULL;
-                while (n < MAX_RUNS && (n < MIN_RUNS || spent < MIN_SECONDS)) {
-                    double t0 = now_seconds();
-                    run_dir(ctx, &d, dir);
-                    times[n] = now_seconds() - t0;
-                    spent += times[n];
-                    if (have_peer) {
-                        t0 = now_seconds();
+                /* nconv, then oneDNN, then nconv again: the peer sits in the middle,
+                 * so a drift of this shared machine reaches both alike. Not finer
+                 * turns: oneDNN's OpenMP threads spin for milliseconds after each
+                 * execution, taking the cores from whatever runs next (measured:
+                 * nconv 1.45x slower at 2 threads right after oneDNN), so nconv
+                 * resumes only after a pause. */
+                double times[2 * MAX_RUNS], dnnl_times[MAX_RUNS];
+                int n = time_runs(ctx, &d, dir, MIN_SECONDS / 2, times, 0), nd = 0, have_peer = dnnl != NULL;
+                if (have_peer) {
+                    double spent = 0;
+                    have_peer = !onednn_run(dnnl); /* warm-up */
+                    while (have_peer && nd < MAX_RUNS && (nd < MIN_RUNS || spent < MIN_SECONDS)) {
+                        const double t0 = now_seconds();
                         have_peer = !onednn_run(dnnl);
-                        dnnl_times[n] = now_seconds() - t0;
-                        spent += dnnl_times[n];
+                        dnnl_times[nd] = now_seconds() - t0;
+                        spent += dnnl_times[nd++];
                     }
-                    n++;
+                    pause_seconds(PEER_PAUSE);
                 }
+                n = time_runs(ctx, &d, dir, MIN_SECONDS / 2, times, n);
                 run_data_free(&d);
                 const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
-                const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, n) : 0;
+                const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, nd) : 0;
                 const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
                 totals *t = &tot[dir][li];
