@@ -108,10 +108,11 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
         if (g->kchunk < 1) g->kchunk = 1;
     }
     /* Rows one pixel apart are C floats apart: a multiple of 4 KiB maps the
-     * six rows of a tile to one L1 set, and 1x1 rows are streamed once per
-     * panel anyway. Copying them (padded) into scratch removes both costs. */
+     * six rows of a tile to one L1 set (1-2 KiB to a few), which copying
+     * them (padded) into scratch avoids. Narrower 1x1 rows are contiguous
+     * already, and the copy cost more than it saved (measured 7-14%). */
     const int64_t src_ch = dir == NCONV_DIR_BWD_D ? c->O : c->C;
-    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && (g->ks_rows == 1 || (src_ch * 4) % 4096 == 0);
+    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && ((g->ks_rows == 1 && src_ch >= 256) || (src_ch * 4) % 4096 == 0);
     int64_t row_bytes = (int64_t)sizeof(float) * g->ks_rows * g->kchunk * MR;
     g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (g->mc_tiles < 1) g->mc_tiles = 1;
@@ -327,17 +328,19 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. */
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
-        for (int64_t it = 0; it < ntiles * g->panels; it++) {
-            const int64_t tile = tile_outer ? it / g->panels : it % ntiles;
-            const int64_t p = tile_outer ? it % g->panels : it / ntiles;
-            const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
-            const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
-            const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
-            const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
-            float *cp[MR];
-            for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
-            rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init, last && rc->relu);
-        }
+        const int64_t n_out = tile_outer ? ntiles : g->panels, n_in = tile_outer ? g->panels : ntiles;
+        for (int64_t io = 0; io < n_out; io++)
+            for (int64_t ii = 0; ii < n_in; ii++) {
+                const int64_t tile = tile_outer ? io : ii, p = tile_outer ? ii : io;
+                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
+                const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
+                const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
+                float *cp[MR];
+                for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
+                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init,
+                             last && rc->relu);
+            }
     }
 }
 
