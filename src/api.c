@@ -95,7 +95,7 @@ static void verbose(const nconv_problem *p, const char *op, nconv_direction dir,
 static nconv_status run_core(nconv_context *ctx, const operands *o, const char *op, nconv_direction dir,
                              const nconv_view *x, const nconv_view *w, const nconv_view *y, const nconv_epi *epi,
                              nconv_arena *ws) {
-    nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx)};
+    nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx), nconv__ctx_pool(ctx)};
     const nconv_algo *a;
     size_t used = ws->used;
     nconv_status st = nconv__plan(ctx, &o->c, dir, &e, &a);

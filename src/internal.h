@@ -4,6 +4,7 @@
 
 #include "nconv.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -143,7 +144,43 @@ void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nco
 /* ------------------------------------------------------------- threading */
 
 typedef void (*nconv_task_fn)(void *arg, int tid, int nthreads);
-void nconv__parallel(int threads, nconv_task_fn fn, void *arg);
+
+/* A context's worker threads, kept between calls: starting threads per
+ * parallel region cost 75-90 us each here, a tenth of a 2-thread call on
+ * small problems. Workers sleep on a condition variable between jobs (no
+ * spinning: an idle pool must not take cores from the caller). One call
+ * uses the pool at a time; a concurrent call on the same context starts
+ * its own threads instead. */
+enum { NCONV_MAX_THREADS = 256 };
+typedef struct nconv_pool {
+    pthread_mutex_t busy; /* held by the call the workers serve */
+    pthread_mutex_t m;    /* guards the fields below */
+    pthread_cond_t wake, done;
+    int workers;          /* started; worker i runs as thread i + 1 */
+    int pending;          /* workers still on the current job */
+    unsigned gen;         /* job count: a worker runs each new one */
+    int quit;
+    nconv_task_fn fn;
+    void *arg;
+    int nthreads;
+    pthread_t tid[NCONV_MAX_THREADS];
+    struct nconv_pool_slot {
+        struct nconv_pool *pool;
+        int tid;
+        unsigned gen0; /* jobs before the worker started: not its to run */
+    } slot[NCONV_MAX_THREADS];
+} nconv_pool;
+
+/* 0 on success; the pool starts with no workers. */
+int nconv__pool_init(nconv_pool *p);
+void nconv__pool_destroy(nconv_pool *p);
+/* Stops the workers, then starts up to `workers` (as many as the system gives). */
+void nconv__pool_resize(nconv_pool *p, int workers);
+
+/* fn(arg, tid, threads) for tid < threads, the caller being tid 0; returns
+ * when all are done. On the pool's workers when it has enough and is free,
+ * else on threads started for this call. */
+void nconv__parallel_on(nconv_pool *pool, int threads, nconv_task_fn fn, void *arg);
 /* The share [begin, end) of n items for thread tid of nthreads. */
 void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
 
@@ -170,7 +207,11 @@ typedef struct nconv_exec {
     const nconv_epi *epi; /* applied to the written activation (fwd, bwd_d) */
     nconv_arena *ws;
     int threads;
+    nconv_pool *pool; /* the context's workers, or NULL */
 } nconv_exec;
+
+/* The parallel region of an algorithm: e's thread count, on e's pool. */
+void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);
 
 typedef struct nconv_algo {
     const char *name;
@@ -210,6 +251,7 @@ const nconv_algo *nconv__algo_find(const char *name);
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir,
                          const nconv_exec *bench, const nconv_algo **out);
 int nconv__ctx_threads(const nconv_context *ctx);
+nconv_pool *nconv__ctx_pool(nconv_context *ctx);
 /* Memory through the context's allocator (ctx may be NULL: malloc / free). */
 void *nconv__alloc(nconv_context *ctx, size_t bytes);
 void nconv__free(nconv_context *ctx, void *p);

@@ -48,6 +48,7 @@ struct nconv_context {
     nconv_allocator alloc;      /* alloc == NULL: malloc / free */
     nconv_allocator self_alloc; /* what allocated the context itself */
     size_t mem_limit;      /* 0: none */
+    nconv_pool pool;       /* threads - 1 workers */
 };
 
 void *nconv__alloc(nconv_context *ctx, size_t bytes) {
@@ -91,6 +92,12 @@ nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const ncon
         else free(c);
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot create the context's mutex");
     }
+    if (nconv__pool_init(&c->pool)) {
+        pthread_mutex_destroy(&c->lock);
+        if (allocator) allocator->free(allocator->user, c);
+        else free(c);
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot create the context's thread pool");
+    }
     *ctx = c;
     return NCONV_OK;
 }
@@ -99,6 +106,7 @@ nconv_status nconv_context_create(nconv_context **ctx) { return nconv_context_cr
 
 nconv_status nconv_context_destroy(nconv_context *ctx) {
     if (!ctx) return NCONV_OK;
+    nconv__pool_destroy(&ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
     nconv__free(ctx, ctx->cache);
     nconv__free(ctx, ctx->ws);
@@ -132,6 +140,7 @@ nconv_status nconv_context_set_threads(nconv_context *ctx, int threads) {
     if (threads < 1 || threads > 1024)
         return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: threads = %d: must be 1..1024", threads);
     ctx->threads = threads;
+    nconv__pool_resize(&ctx->pool, threads - 1);
     return NCONV_OK;
 }
 
@@ -176,6 +185,7 @@ nconv_status nconv_context_set_algorithm(nconv_context *ctx, const char *name) {
 }
 
 int nconv__ctx_threads(const nconv_context *ctx) { return ctx ? ctx->threads : 1; }
+nconv_pool *nconv__ctx_pool(nconv_context *ctx) { return ctx ? &ctx->pool : NULL; }
 
 /* Fresh large allocations cost page faults on every call; a context keeps
  * its last workspace for the next call. Concurrent callers of one context

@@ -398,7 +398,7 @@ static nconv_status plane_run(const nconv_exec *e) {
     const int bwd_d = e->dir == NCONV_DIR_BWD_D;
     plane_ctx pc = {e->c, e->dir, nconv__kernels(), &g, bwd_d ? e->y : e->x, NULL, e->y, e->w, e->epi, scratch, g.scratch};
     pc.out = e->dir == NCONV_DIR_FWD ? e->y : e->x;
-    nconv__parallel(e->threads, plane_task, &pc);
+    nconv__parallel(e, plane_task, &pc);
     return NCONV_OK;
 }
 
@@ -431,7 +431,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     if (e->dir != NCONV_DIR_FWD) d.dy = nconv__nxc_input(e->y, yb);
     if (e->dir == NCONV_DIR_BWD_W) {
         d.out = wt;
-        nconv__parallel(e->threads, dw_task, &d);
+        nconv__parallel(e, dw_task, &d);
         /* dw[c][0][t] = sums[t][c] */
         const nconv_view *wv = e->w;
         for (int64_t ch = 0; ch < C; ch++)
@@ -452,7 +452,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv__epi_init(fuse ? e->epi : NULL, init, C);
     d.init = init;
     d.relu = fuse && e->epi && e->epi->relu;
-    nconv__parallel(e->threads, dw_task, &d);
+    nconv__parallel(e, dw_task, &d);
     if (!fuse) nconv__scatter_nxc_f32(out, d.out, e->epi);
     return NCONV_OK;
 }

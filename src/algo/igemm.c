@@ -700,7 +700,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
         cols_ctx cc = {c, g, k, dy, wq, zero, col, m0, M - m0 < g->col_rows ? M - m0 : g->col_rows, scratch, scratch_stride};
-        nconv__parallel(e->threads, cols_task, &cc);
+        nconv__parallel(e, cols_task, &cc);
         for (int64_t i = 0; i < cc.rows; i++) {
             const int64_t p = m0 + i, n = p / g->OS, op = p % g->OS;
             const int64_t o0 = op / (c->out[1] * c->out[2]), o1 = (op / c->out[2]) % c->out[1], o2 = op % c->out[2];
@@ -778,7 +778,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
         bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
-        nconv__parallel(threads, bw_task, &bc);
+        nconv__parallel(e, bw_task, &bc);
         /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]). */
         const nconv_view *wv = e->w;
         /* With the W fold, acc[g][(kd, kh)][o][(kw, c)] (or [(kw, c)][o]): tap t = (kd, kh) * KW + kw. */
@@ -848,7 +848,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     int finite[256];
     for (int i = 0; i < 256; i++) finite[i] = 1;
     pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
-    nconv__parallel(threads < 256 ? threads : 256, pack_task, &pc);
+    nconv__parallel(e, pack_task, &pc);
     for (int i = 0; i < 256; i++)
         if (dir == NCONV_DIR_BWD_D && !finite[i]) {
             e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
@@ -858,7 +858,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero, fuse && epi && epi->relu,
                   jobs, njobs, total, scratch, nconv__ws_round(s.scratch)};
-    nconv__parallel(threads, row_task, &rc);
+    nconv__parallel(e, row_task, &rc);
     if (!fuse) nconv__scatter_nxc_f32(out, dst, epi);
     return NCONV_OK;
 }

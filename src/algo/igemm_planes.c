@@ -256,7 +256,7 @@ nconv_status nconv__planes_run(const nconv_exec *e) {
         pc.alpha = e->epi->alpha;
         pc.relu = e->epi->relu;
     }
-    nconv__parallel(threads, pack_task, &pc);
-    nconv__parallel(threads, run_task, &pc);
+    nconv__parallel(e, pack_task, &pc);
+    nconv__parallel(e, run_task, &pc);
     return NCONV_OK;
 }
