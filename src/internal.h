@@ -117,15 +117,16 @@ void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nco
 /* NHWC ("channels last") dense f32 copies: dst[n][spatial][c] of a rank-5
  * activation view, and back with the epilogue applied. */
 int nconv__view_is_nxc_f32(const nconv_view *v);
-void nconv__gather_nxc_f32(const nconv_view *v, float *dst);
-void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_epi *epi);
+typedef struct nconv_exec nconv_exec;
+void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst);
+void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const float *src, const nconv_epi *epi);
 
 /* Operands of the channels-last algorithms: the caller's memory when it is
  * NHWC f32 already, else buf (filled by gather for inputs). An output is
  * written in place (*fuse: bias and relu go into the kernel) unless it needs
  * a layout change or z, in which case the caller scatters buf afterwards
  * (nconv__scatter_nxc_f32). epi_init: the bias as f32 (zeros without one). */
-const float *nconv__nxc_input(const nconv_view *v, float *buf);
+const float *nconv__nxc_input(const nconv_exec *e, const nconv_view *v, float *buf);
 float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, int *fuse);
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
 
@@ -198,7 +199,7 @@ void *nconv__arena_take(nconv_arena *a, size_t bytes);
 
 /* ------------------------------------------------------------ algorithms */
 
-typedef struct nconv_exec {
+struct nconv_exec {
     const nconv_core *c;
     nconv_direction dir;
     /* fwd: reads x, w, writes y. bwd_d: reads y (= dy), w, writes x (= dx).
@@ -208,7 +209,7 @@ typedef struct nconv_exec {
     nconv_arena *ws;
     int threads;
     nconv_pool *pool; /* the context's workers, or NULL */
-} nconv_exec;
+};
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */
 void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);

@@ -284,12 +284,51 @@ static int spatial_dense(const nconv_view *v) {
 
 enum { TBLOCK = 256 }; /* spatial positions per transpose block: long contiguous runs per channel */
 
-void nconv__gather_nxc_f32(const nconv_view *v, float *dst) {
+/* The dense f32 transposes, split over (image, block of TBLOCK positions)
+ * across the call's threads: gather [C][S] -> [S][C] per image, or scatter
+ * back with bias and relu applied on the rows while they are in cache. */
+typedef struct transpose_ctx {
+    const nconv_view *v;
+    const nconv_epi *epi; /* scatter only: bias and relu (no z) */
+    const float *src;
+    float *dst;
+    int64_t C, S, blocks;
+    int scatter;
+} transpose_ctx;
+
+static void transpose_task(void *arg, int tid, int nthreads) {
+    const transpose_ctx *t = arg;
+    const nconv_view *v = t->v;
+    const nconv_f32_transpose_fn tr = nconv__kernels()->transpose;
+    int64_t u0, u1;
+    nconv__split(v->shape[0] * t->blocks, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t n = u / t->blocks, s0 = (u % t->blocks) * TBLOCK, s1 = s0 + TBLOCK < t->S ? s0 + TBLOCK : t->S;
+        if (!t->scatter) {
+            tr(t->C, s1 - s0, (const float *)v->data + n * v->stride[0] + s0, v->stride[1], t->dst + (n * t->S + s0) * t->C,
+               t->C);
+            continue;
+        }
+        float *dst = (float *)v->data + n * v->stride[0];
+        tr(s1 - s0, t->C, t->src + (n * t->S + s0) * t->C, t->C, dst + s0, v->stride[1]);
+        const nconv_epi *epi = t->epi;
+        if (!epi) continue;
+        for (int64_t c = 0; c < t->C; c++) {
+            const float bias = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
+            float *dc = dst + c * v->stride[1];
+            for (int64_t q = s0; q < s1; q++) {
+                const float val = dc[q] + bias;
+                dc[q] = epi->relu && val < 0 ? 0.0f : val;
+            }
+        }
+    }
+}
+
+void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (v->dt == NCONV_F32 && spatial_dense(v)) {
-        /* Per image a [C][S] -> [S][C] transpose. */
-        const nconv_f32_transpose_fn tr = nconv__kernels()->transpose;
-        for (int64_t n = 0; n < N; n++) tr(C, S, (const float *)v->data + n * v->stride[0], v->stride[1], dst + n * S * C, C);
+        transpose_ctx t = {v, NULL, NULL, dst, C, S, (S + TBLOCK - 1) / TBLOCK, 0};
+        nconv__parallel(e, transpose_task, &t);
         return;
     }
     for (int64_t n = 0; n < N; n++)
@@ -302,31 +341,13 @@ void nconv__gather_nxc_f32(const nconv_view *v, float *dst) {
                 }
 }
 
-void nconv__scatter_nxc_f32(const nconv_view *v, const float *src, const nconv_epi *epi) {
+void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const float *src, const nconv_epi *epi) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;
     const nconv_view *z = epi ? epi->z : NULL;
     if (v->dt == NCONV_F32 && !z && spatial_dense(v)) {
-        /* Per image and block of positions: transpose, then bias and relu
-         * on the rows while they are in cache. */
-        const nconv_f32_transpose_fn tr = nconv__kernels()->transpose;
-        const int relu = epi && epi->relu;
-        for (int64_t n = 0; n < N; n++) {
-            float *dst = (float *)v->data + n * v->stride[0];
-            for (int64_t s0 = 0; s0 < S; s0 += TBLOCK) {
-                const int64_t s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
-                tr(s1 - s0, C, src + (n * S + s0) * C, C, dst + s0, v->stride[1]);
-                if (!epi) continue;
-                for (int64_t c = 0; c < C; c++) {
-                    const float bias = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, c * epi->bias->stride[0]) : 0.0f;
-                    float *dc = dst + c * v->stride[1];
-                    for (int64_t s = s0; s < s1; s++) {
-                        const float val = dc[s] + bias;
-                        dc[s] = relu && val < 0 ? 0.0f : val;
-                    }
-                }
-            }
-        }
+        transpose_ctx t = {v, epi, src, NULL, C, S, (S + TBLOCK - 1) / TBLOCK, 1};
+        nconv__parallel(e, transpose_task, &t);
         return;
     }
     for (int64_t n = 0; n < N; n++)
@@ -467,9 +488,9 @@ void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nco
 
 /* ------------------------------- operands of the channels-last algorithms */
 
-const float *nconv__nxc_input(const nconv_view *v, float *buf) {
+const float *nconv__nxc_input(const nconv_exec *e, const nconv_view *v, float *buf) {
     if (nconv__view_is_nxc_f32(v)) return (const float *)v->data;
-    nconv__gather_nxc_f32(v, buf);
+    nconv__gather_nxc_f32(e, v, buf);
     return buf;
 }
 

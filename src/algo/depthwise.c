@@ -427,8 +427,8 @@ static nconv_status dw_run(const nconv_exec *e) {
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
     memset(zero, 0, s.zero);
     dw_ctx d = {c, e->dir, nconv__kernels(), NULL, NULL, wt, NULL, zero, NULL, 0, scratch, nconv__ws_round(s.scratch)};
-    if (e->dir != NCONV_DIR_BWD_D) d.x = nconv__nxc_input(e->x, xb);
-    if (e->dir != NCONV_DIR_FWD) d.dy = nconv__nxc_input(e->y, yb);
+    if (e->dir != NCONV_DIR_BWD_D) d.x = nconv__nxc_input(e, e->x, xb);
+    if (e->dir != NCONV_DIR_FWD) d.dy = nconv__nxc_input(e, e->y, yb);
     if (e->dir == NCONV_DIR_BWD_W) {
         d.out = wt;
         nconv__parallel(e, dw_task, &d);
@@ -453,7 +453,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     d.init = init;
     d.relu = fuse && e->epi && e->epi->relu;
     nconv__parallel(e, dw_task, &d);
-    if (!fuse) nconv__scatter_nxc_f32(out, d.out, e->epi);
+    if (!fuse) nconv__scatter_nxc_f32(e, out, d.out, e->epi);
     return NCONV_OK;
 }
 

@@ -759,7 +759,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const float *x = NULL;
     if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
         const int64_t rows = c->N * c->in[0] * c->in[1];
-        const float *xs = nconv__nxc_input(e->x, xb + rows * g.iw_pad * c->C);
+        const float *xs = nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C);
         for (int64_t gi = 0; gi < c->G; gi++)
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t jw = 0; jw < g.iw_pad; jw++) {
@@ -770,9 +770,9 @@ static nconv_status igemm_run(const nconv_exec *e) {
                 }
         x = xb;
     } else if (dir != NCONV_DIR_BWD_D) {
-        x = nconv__nxc_input(e->x, xb);
+        x = nconv__nxc_input(e, e->x, xb);
     }
-    const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e->y, yb) : NULL;
+    const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e, e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
@@ -818,7 +818,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
                     dxb[i * c->C + ch] = epi->relu && v < 0 ? 0.0f : v;
                 }
         }
-        if (!fuse) nconv__scatter_nxc_f32(out, dxb, epi);
+        if (!fuse) nconv__scatter_nxc_f32(e, out, dxb, epi);
         return NCONV_OK;
     }
     /* Per group, the bias of its columns padded to whole panels. */
@@ -859,7 +859,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero, fuse && epi && epi->relu,
                   jobs, njobs, total, scratch, nconv__ws_round(s.scratch)};
     nconv__parallel(e, row_task, &rc);
-    if (!fuse) nconv__scatter_nxc_f32(out, dst, epi);
+    if (!fuse) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
 }
 
