@@ -127,7 +127,8 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     const int64_t width = g->wfold ? c->k[2] * g->Cg : g->Cg;
     const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)width / (double)(NR * div_up(width, NR));
     const double eff_c = (double)width / (double)(MR * div_up(width, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
-    g->bw_swap = eff_c > eff_o;
+    /* Only for a clear gain: the swapped accumulators [c][o] are written to dw transposed. */
+    g->bw_swap = eff_c > 1.1 * eff_o;
 }
 
 /* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
@@ -651,6 +652,47 @@ static void bw_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]); with the W fold,
+ * acc[g][(kd, kh)][o][(kw, c)] (or [(kw, c)][o]), tap t = (kd, kh) * KW + kw.
+ * Threads split the (group, output channel) rows: the weights of deep
+ * layers are megabytes. */
+typedef struct dw_ctx {
+    const nconv_core *c;
+    const geo *g;
+    const nconv_view *wv;
+    const int64_t *toff;
+    const float *acc;
+    int64_t width;
+} dw_ctx;
+
+static void dw_task(void *arg, int tid, int nthreads) {
+    const dw_ctx *d = arg;
+    const nconv_core *c = d->c;
+    const geo *g = d->g;
+    const nconv_view *wv = d->wv;
+    float *wf = wv->dt == NCONV_F32 ? (float *)wv->data : NULL;
+    const int64_t taps = g->wfold ? g->ks_rows : g->KS;
+    int64_t r0, r1;
+    nconv__split(c->G * g->Og, tid, nthreads, &r0, &r1);
+    for (int64_t row = r0; row < r1; row++) {
+        const int64_t gi = row / g->Og, o = row % g->Og;
+        for (int64_t t = 0; t < g->KS; t++) {
+            const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
+            const float *acc = d->acc + (gi * taps + tr) * g->Og * d->width;
+            const int64_t base = row * wv->stride[0] + d->toff[t];
+            if (wf && !g->bw_swap && wv->stride[1] == 1) { /* channels-last weights, or 1x1 */
+                memcpy(wf + base, acc + o * d->width + col0, sizeof(float) * (size_t)g->Cg);
+                continue;
+            }
+            for (int64_t ci = 0; ci < g->Cg; ci++) {
+                const float v = g->bw_swap ? acc[(col0 + ci) * g->Og + o] : acc[o * d->width + col0 + ci];
+                if (wf) wf[base + ci * wv->stride[1]] = v;
+                else nconv__store1(wv->data, wv->dt, base + ci * wv->stride[1], v);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------- bwd_d for thin input channels */
 
 /* col[p][t][c] = sum_o dy[p][o] * w[o][c][t] for a block of output pixels
@@ -779,21 +821,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
         bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
-        /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]). */
-        const nconv_view *wv = e->w;
-        /* With the W fold, acc[g][(kd, kh)][o][(kw, c)] (or [(kw, c)][o]): tap t = (kd, kh) * KW + kw. */
-        for (int64_t gi = 0; gi < c->G; gi++)
-            for (int64_t t = 0; t < g.KS; t++) {
-                const int64_t tr = g.wfold ? t / c->k[2] : t, col0 = g.wfold ? (t % c->k[2]) * g.Cg : 0;
-                const float *acc = packed + (gi * (g.wfold ? g.ks_rows : g.KS) + tr) * g.Og * width;
-                for (int64_t o = 0; o < g.Og; o++)
-                    for (int64_t ci = 0; ci < g.Cg; ci++) {
-                        const int64_t off = (gi * g.Og + o) * wv->stride[0] + ci * wv->stride[1] + toff[t];
-                        const float v = g.bw_swap ? acc[(col0 + ci) * g.Og + o] : acc[o * width + col0 + ci];
-                        if (wv->dt == NCONV_F32) ((float *)wv->data)[off] = v;
-                        else nconv__store1(wv->data, wv->dt, off, v);
-                    }
-            }
+        dw_ctx dc = {c, &g, e->w, toff, packed, width};
+        nconv__parallel(e, dw_task, &dc);
         return NCONV_OK;
     }
 
