@@ -261,10 +261,22 @@ static void fill_volume(const plane_ctx *pc, int64_t n, int64_t ch, float *vol, 
                 for (int64_t q = run_hi; q < P2; q++) row[q] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
                 continue;
             }
-            for (int64_t p = 0; p < ph; p++) {
-                float *dst = row + p * phase_stride;
-                int64_t jq = 0;
-                for (int64_t q = p; q < P2; q += ph, jq++) dst[jq] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+            /* Stride phases: columns q -> phase q % ph, slot q / ph. Inside [run_lo, run_hi)
+             * the columns read the row in order, so there the copy needs no map. */
+            for (int64_t q = 0; q < run_lo; q++) row[(q % ph) * phase_stride + q / ph] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+            for (int64_t q = run_hi > run_lo ? run_hi : run_lo; q < P2; q++)
+                row[(q % ph) * phase_stride + q / ph] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
+            if (run_hi > run_lo) {
+                const float *s0 = src + wmap[run_lo] - run_lo; /* column q reads s0[q] */
+                if (ph == 2) {
+                    float *d0 = row, *d1 = row + phase_stride;
+                    int64_t q = run_lo;
+                    if (q & 1) d1[q / 2] = s0[q], q++;
+                    for (; q + 1 < run_hi; q += 2) d0[q / 2] = s0[q], d1[q / 2] = s0[q + 1];
+                    if (q < run_hi) d0[q / 2] = s0[q];
+                } else {
+                    for (int64_t q = run_lo; q < run_hi; q++) row[(q % ph) * phase_stride + q / ph] = s0[q];
+                }
             }
         }
     }
