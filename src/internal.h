@@ -158,6 +158,7 @@ typedef struct nconv_pool {
     pthread_mutex_t m;    /* guards the fields below */
     pthread_cond_t wake, done;
     int workers;          /* started; worker i runs as thread i + 1 */
+    long pid;             /* of the process that started them: a fork() child has none */
     int pending;          /* workers still on the current job */
     unsigned gen;         /* job count: a worker runs each new one */
     int quit;

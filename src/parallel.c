@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <unistd.h>
+
 static void *pool_worker(void *p) {
     struct nconv_pool_slot *s = p;
     nconv_pool *pool = s->pool;
@@ -32,6 +34,7 @@ static void *pool_worker(void *p) {
 int nconv__pool_init(nconv_pool *p) {
     p->workers = p->pending = p->quit = 0;
     p->gen = 0;
+    p->pid = (long)getpid();
     if (pthread_mutex_init(&p->busy, NULL)) return -1;
     if (pthread_mutex_init(&p->m, NULL)) goto fail_m;
     if (pthread_cond_init(&p->wake, NULL)) goto fail_wake;
@@ -47,6 +50,7 @@ fail_m:
 }
 
 static void pool_stop(nconv_pool *p) {
+    if (p->pid != (long)getpid()) p->workers = 0; /* a fork() child: the threads are the parent's */
     pthread_mutex_lock(&p->m);
     p->quit = 1;
     pthread_cond_broadcast(&p->wake);
@@ -58,6 +62,7 @@ static void pool_stop(nconv_pool *p) {
 
 void nconv__pool_resize(nconv_pool *p, int workers) {
     pool_stop(p);
+    p->pid = (long)getpid();
     if (workers > NCONV_MAX_THREADS - 1) workers = NCONV_MAX_THREADS - 1;
     for (int i = 0; i < workers; i++) {
         p->slot[i] = (struct nconv_pool_slot){p, i + 1, p->gen};
@@ -92,7 +97,7 @@ void nconv__parallel_on(nconv_pool *pool, int threads, nconv_task_fn fn, void *a
         fn(arg, 0, 1);
         return;
     }
-    if (pool && pool->workers >= threads - 1 && pthread_mutex_trylock(&pool->busy) == 0) {
+    if (pool && pool->workers >= threads - 1 && pool->pid == (long)getpid() && pthread_mutex_trylock(&pool->busy) == 0) {
         pthread_mutex_lock(&pool->m);
         pool->fn = fn, pool->arg = arg, pool->nthreads = threads;
         pool->pending = pool->workers;

@@ -10,6 +10,8 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { CALLERS = 8, PROBLEMS = 4, ROUNDS = 6 };
 
@@ -97,6 +99,32 @@ static void *caller_main(void *arg) {
     return NULL;
 }
 
+/* A context whose worker pool ran in the parent, used in a fork() child:
+ * the workers are not there, and a call must not wait for them. The child
+ * compares with the single-threaded results and exits 0 on a match; an
+ * alarm ends it (status != 0) if the call hangs. */
+static void test_fork(void) {
+    nconv_context *ctx;
+    nconv_context_create(&ctx);
+    nconv_context_set_threads(ctx, 3);
+    float *y, *dx, *dw;
+    CHECK(run(ctx, &jobs[0], &y, &dx, &dw) == NCONV_OK, "before fork: %s", nconv_last_error());
+    free(y), free(dx), free(dw);
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        int ok = run(ctx, &jobs[0], &y, &dx, &dw) == NCONV_OK;
+        ok = ok && close_to(y, jobs[0].y, jobs[0].ny, 1) && close_to(dx, jobs[0].dx, jobs[0].nx, 1) &&
+             close_to(dw, jobs[0].dw, jobs[0].nw, 1);
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or waitpid failed");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a call in a fork() child failed or hung (status %d)", status);
+    nconv_context_destroy(ctx);
+}
+
 int main(void) {
     nconv_context *solo;
     nconv_context_create(&solo);
@@ -126,6 +154,7 @@ int main(void) {
             }
             nconv_context_destroy(ctx);
         }
+    test_fork();
     for (int k = 0; k < PROBLEMS; k++) {
         free(jobs[k].x), free(jobs[k].w), free(jobs[k].dy);
         free(jobs[k].y), free(jobs[k].dx), free(jobs[k].dw);
