@@ -74,7 +74,7 @@ def peers(pr, threads):
 
 def nconv_ms(binary, r):
     """One `nconv bench --per-sample` run of the row's problem: its per-sample ms."""
-    args = [binary, "bench", "--per-sample", "--csv", "--threads", r["threads"], r["desc"]]
+    args = [binary, "bench", "--per-sample", "--csv", "--threads", r["threads"]] + r["desc"].split(" ", 1)
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     return float(list(csv.DictReader(out.splitlines()))[0]["per_sample_ms"])
 

@@ -697,8 +697,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
 
 /* col[p][t][c] = sum_o dy[p][o] * w[o][c][t] for a block of output pixels
  * (a GEMM whose KS * Cg columns fill the tiles), then each pixel's (kd, kh)
- * runs of KW * Cg are added into a W-padded dx, in pixel order: the scatter
- * is serial, so the sums do not depend on the thread count. */
+ * runs of KW * Cg are added into a W-padded dx, in pixel order (see
+ * scatter_task), so the sums do not depend on the thread count. */
 typedef struct cols_ctx {
     const nconv_core *c;
     const geo *g;
@@ -728,11 +728,61 @@ static void cols_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* The scatter-add of a block of col into the W-padded dx, and at the end
+ * the copy of its rows without their W padding into dx (columns no tap
+ * reaches stay 0). Threads own disjoint ranges of padded rows (n, i0, i1);
+ * each goes over every pixel of the block in order and adds what lands in
+ * its rows, so every element is summed in pixel order, whatever the thread
+ * count. */
+typedef struct scatter_ctx {
+    const nconv_core *c;
+    const geo *g;
+    const float *col;
+    float *pad, *dst;
+    int64_t m0, rows;
+    int unpad; /* the final copy instead of a block */
+} scatter_ctx;
+
+static void scatter_task(void *arg, int tid, int nthreads) {
+    const scatter_ctx *sc = arg;
+    const nconv_core *c = sc->c;
+    const geo *g = sc->g;
+    const int64_t Q = g->KS * g->Cg, run = c->k[2] * g->Cg;
+    int64_t r_lo, r_hi;
+    nconv__split(c->N * c->in[0] * c->in[1], tid, nthreads, &r_lo, &r_hi);
+    if (sc->unpad) {
+        for (int64_t r = r_lo; r < r_hi; r++)
+            for (int64_t iw = 0; iw < c->in[2]; iw++) {
+                const int64_t jw = iw + c->pb[2];
+                float *d = sc->dst + (r * c->in[2] + iw) * c->C;
+                if (jw < g->iw_pad) memcpy(d, sc->pad + (r * g->iw_pad + jw) * g->Cg, sizeof(float) * (size_t)g->Cg);
+                else memset(d, 0, sizeof(float) * (size_t)g->Cg);
+            }
+        return;
+    }
+    for (int64_t i = 0; i < sc->rows; i++) {
+        const int64_t p = sc->m0 + i, n = p / g->OS, op = p % g->OS;
+        const int64_t o0 = op / (c->out[1] * c->out[2]), o1 = (op / c->out[2]) % c->out[1], o2 = op % c->out[2];
+        for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+            const int64_t i0 = o0 * c->s[0] - c->pb[0] + k0 * c->d[0];
+            if (i0 < 0 || i0 >= c->in[0]) continue;
+            for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+                const int64_t i1 = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
+                const int64_t r = (n * c->in[0] + i0) * c->in[1] + i1;
+                if (i1 < 0 || i1 >= c->in[1] || r < r_lo || r >= r_hi) continue;
+                float *d = sc->pad + (r * g->iw_pad + o2 * c->s[2]) * g->Cg;
+                const float *src = sc->col + i * Q + (k0 * c->k[1] + k1) * run;
+                for (int64_t j = 0; j < run; j++) d[j] += src[j];
+            }
+        }
+    }
+}
+
 static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const wsrc *w,
                        float *wq, float *pad, float *col, const float *zero, char *scratch, size_t scratch_stride,
                        float *dst) {
     const nconv_core *c = e->c;
-    const int64_t Q = g->KS * g->Cg, run = c->k[2] * g->Cg, M = c->N * g->OS;
+    const int64_t Q = g->KS * g->Cg, M = c->N * g->OS;
     for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++) /* wq[panel][o][NR]: column q = t * Cg + ci */
         for (int64_t o = 0; o < g->Og; o++)
             for (int64_t jj = 0; jj < NR; jj++) {
@@ -743,30 +793,11 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
         cols_ctx cc = {c, g, k, dy, wq, zero, col, m0, M - m0 < g->col_rows ? M - m0 : g->col_rows, scratch, scratch_stride};
         nconv__parallel(e, cols_task, &cc);
-        for (int64_t i = 0; i < cc.rows; i++) {
-            const int64_t p = m0 + i, n = p / g->OS, op = p % g->OS;
-            const int64_t o0 = op / (c->out[1] * c->out[2]), o1 = (op / c->out[2]) % c->out[1], o2 = op % c->out[2];
-            for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
-                const int64_t i0 = o0 * c->s[0] - c->pb[0] + k0 * c->d[0];
-                if (i0 < 0 || i0 >= c->in[0]) continue;
-                for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
-                    const int64_t i1 = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
-                    if (i1 < 0 || i1 >= c->in[1]) continue;
-                    float *d = pad + (((n * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad + o2 * c->s[2]) * g->Cg;
-                    const float *src = col + i * Q + (k0 * c->k[1] + k1) * run;
-                    for (int64_t j = 0; j < run; j++) d[j] += src[j];
-                }
-            }
-        }
+        scatter_ctx sc = {c, g, col, pad, dst, m0, cc.rows, 0};
+        nconv__parallel(e, scatter_task, &sc);
     }
-    /* dx = the padded rows without their W padding (columns no tap reaches stay 0). */
-    for (int64_t r = 0; r < c->N * c->in[0] * c->in[1]; r++)
-        for (int64_t iw = 0; iw < c->in[2]; iw++) {
-            const int64_t jw = iw + c->pb[2];
-            float *d = dst + (r * c->in[2] + iw) * c->C;
-            if (jw < g->iw_pad) memcpy(d, pad + (r * g->iw_pad + jw) * g->Cg, sizeof(float) * (size_t)g->Cg);
-            else memset(d, 0, sizeof(float) * (size_t)g->Cg);
-        }
+    scatter_ctx sc = {c, g, NULL, pad, dst, 0, 0, 1};
+    nconv__parallel(e, scatter_task, &sc);
 }
 
 /* ------------------------------------------------------------------ run */
