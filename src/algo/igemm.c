@@ -98,8 +98,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     if (g->wfold && dir == NCONV_DIR_FWD) g->kc = c->k[2] * g->Cg;
     /* bwd_d with few input channels: rows of Cg columns waste most of a tile. */
     g->dcols = dir == NCONV_DIR_BWD_D && c->G == 1 && g->Cg <= 8 && c->d[2] == 1 && g->KS * g->Cg >= 2 * g->Cg;
-    g->col_rows = (256 << 10) / ((int64_t)sizeof(float) * g->KS * g->Cg);
-    g->col_rows = g->col_rows < MR ? MR : g->col_rows > 4096 ? 4096 : g->col_rows - g->col_rows % MR;
+    /* Column blocks of 2 MiB: each block is two parallel regions (GEMM, scatter), and
+     * blocks of 256 KiB made conv1 slower on 2 threads than on 1. */
+    g->col_rows = (2 << 20) / ((int64_t)sizeof(float) * g->KS * g->Cg);
+    g->col_rows = g->col_rows < MR ? MR : g->col_rows > 32768 ? 32768 : g->col_rows - g->col_rows % MR;
     g->panels = div_up(g->rows_cols, NR);
     g->kchunk = g->kc;
     if (g->ks_rows * g->kc > K_BLOCK) {
