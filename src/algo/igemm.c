@@ -907,12 +907,12 @@ static nconv_status igemm_run(const nconv_exec *e) {
     } else {
         njobs = make_bwd_d_jobs(c, &g, packed, jobs);
     }
-    int finite[256];
-    for (int i = 0; i < 256; i++) finite[i] = 1;
+    int finite[NCONV_MAX_THREADS]; /* nconv__parallel runs at most this many threads */
+    for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
     pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
     nconv__parallel(e, pack_task, &pc);
-    for (int i = 0; i < 256; i++)
-        if (dir == NCONV_DIR_BWD_D && !finite[i]) {
+    for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D; i++)
+        if (!finite[i]) {
             e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
             return nconv_algo_gemm.run(e);
         }
