@@ -224,6 +224,7 @@ typedef struct nconv_algo {
 } nconv_algo;
 
 extern const nconv_algo nconv_algo_depthwise;
+extern const nconv_algo nconv_algo_grouped;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;

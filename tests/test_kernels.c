@@ -4,7 +4,8 @@
  * - every 6 x 16 kernel of every ISA in the registry (skipped, and said so,
  *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu;
- * - the depthwise row kernels of every ISA (sweep_dw_kernels). */
+ * - the depthwise row kernels of every ISA (sweep_dw_kernels);
+ * - the small-group backward-weights kernel of every ISA (sweep_gbw_kernels). */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
@@ -172,6 +173,52 @@ static void sweep_dw_kernels(const nconv_kernels *k, uint64_t *rng) {
                 }
 }
 
+/* The small-group backward-weights kernel: q in {2, 4, 8}, every o0 / no
+ * split, 1-3 taps, runs of 1 .. 37 pixels with strides, or stride 0 with a
+ * zero tap; accumulators outside [nt][no][8] stay untouched. */
+static void sweep_gbw_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 2, 7, 37};
+    for (int64_t q = 2; q <= 8; q *= 2)
+        for (int64_t o0 = 0; o0 < q; o0 += 4)
+            for (int64_t no = 1; no <= (q < 4 ? q : 4); no++)
+                for (int64_t nt = 1; nt <= 3; nt++)
+                    for (size_t ni = 0; ni < 4; ni++) {
+                        if (q < 8 && no != q) continue; /* q = 2, 4: one call covers every output channel */
+                        const int64_t n = ns[ni], dys = 8 + 4 * (ni % 2), xs = 8 * (1 + ni % 3), ats = 4 * 8 + 8;
+                        float *dy = malloc(sizeof(float) * (size_t)(n * dys)), *x = malloc(sizeof(float) * (size_t)(n * xs + 16));
+                        float acc[3 * 40], zero[8] = {0};
+                        const float *xt[3];
+                        for (int64_t i = 0; i < n * dys; i++) dy[i] = (float)test_uniform(rng);
+                        for (int64_t i = 0; i < n * xs + 16; i++) x[i] = (float)test_uniform(rng);
+                        for (int i = 0; i < 3 * 40; i++) acc[i] = 0.25f * (float)(i % 7);
+                        for (int64_t t = 0; t < nt; t++) xt[t] = x + t * 4;
+                        /* nt = 3: stride 0, as for a row of padding (every tap reads one pixel), tap 1 reading zeros. */
+                        if (nt == 3) xt[1] = zero;
+                        const int64_t xstride = nt == 3 ? 0 : xs;
+                        k->gbw(n, q, o0, no, nt, dy, dys, xt, xstride, acc, ats);
+                        double worst = 0;
+                        int untouched = 1;
+                        for (int64_t t = 0; t < 3; t++)
+                            for (int64_t j = 0; j < 40; j++) {
+                                const int64_t o = j / 8, l = j % 8;
+                                const double start = 0.25 * (double)((t * 40 + j) % 7);
+                                if (t >= nt || o >= no) {
+                                    untouched = untouched && acc[t * 40 + j] == (float)start;
+                                    continue;
+                                }
+                                double want = start;
+                                for (int64_t i = 0; i < n; i++)
+                                    want += (double)dy[i * dys + (l / q) * q + o0 + o] * xt[t][i * xstride + l];
+                                const double e = fabs(acc[t * 40 + j] - want) / (1 + fabs(want));
+                                if (!(e <= worst)) worst = e;
+                            }
+                        CHECK(worst <= 1e-5 && untouched, "%s gbw q %lld o0 %lld no %lld nt %lld n %lld: err %g, untouched %d",
+                              k->name, (long long)q, (long long)o0, (long long)no, (long long)nt, (long long)n, worst,
+                              untouched);
+                        free(dy), free(x);
+                    }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -183,6 +230,7 @@ int main(void) {
         }
         sweep_tile_kernels(k, &krng);
         sweep_dw_kernels(k, &krng);
+        sweep_gbw_kernels(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;

@@ -60,6 +60,17 @@ typedef void (*nconv_f32_dwrow_fn)(int64_t rows, int64_t n, int64_t ks, const fl
 typedef void (*nconv_f32_dwdot_fn)(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
                                    const float *const *src, int64_t src_pitch, float *acc);
 
+/*
+ * Backward-weights of small groups (q = input = output channels per group,
+ * q in {2, 4, 8}), channels as the vector dimension: 8 channels (8 / q whole
+ * groups) per call. For l < 8, t < nt (<= 3), o0 <= o < o0 + no (no <= 4):
+ *   acc[t * ats + (o - o0) * 8 + l] += sum_{i < n} dy[i * dys + (l / q) * q + o] * x[t][i * xs + l]
+ * i.e. dw[group][o][l % q][tap t] of the 8 channels. dy and x[t] point at
+ * the block's first channel; a zero tap is a pointer to 8 zeros with xs 0.
+ */
+typedef void (*nconv_f32_gbw_fn)(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy,
+                                 int64_t dys, const float *const *x, int64_t xs, float *acc, int64_t ats);
+
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
 typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
@@ -71,6 +82,8 @@ void nconv_f32_dwrow__generic(int64_t rows, int64_t n, int64_t ks, const float *
                               const float *w, float init, float *out, int64_t out_pitch, int relu);
 void nconv_f32_dwdot__generic(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
                               const float *const *src, int64_t src_pitch, float *acc);
+void nconv_f32_gbw__generic(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
+                            const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
@@ -87,6 +100,8 @@ void nconv_f32_dwrow__avx2(int64_t rows, int64_t n, int64_t ks, const float *con
                            const float *w, float init, float *out, int64_t out_pitch, int relu);
 void nconv_f32_dwdot__avx2(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
                            const float *const *src, int64_t src_pitch, float *acc);
+void nconv_f32_gbw__avx2(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
+                         const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
@@ -111,6 +126,7 @@ typedef struct nconv_kernels {
     nconv_f32_vmacc_fn vmacc;
     nconv_f32_dwrow_fn dwrow;
     nconv_f32_dwdot_fn dwdot;
+    nconv_f32_gbw_fn gbw;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

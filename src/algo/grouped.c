@@ -1,0 +1,197 @@
+/*
+ * Algorithm "grouped": backward-weights of grouped convolutions with small
+ * groups (2, 4 or 8 input and output channels per group: ResNeXt's 32x4d,
+ * and per-sample gradients of them), on channels-last f32 data.
+ *
+ *   dw[g][o][i][t] = sum_p dy[p][g q + o] * x[pix(p, t)][g q + i]
+ *
+ * A GEMM per group would be q x q: a 6 x 16 tile would be mostly padding
+ * (igemm runs ResNeXt's groups at 5% of peak). Here channels are the vector
+ * dimension, 8 / q groups per register; each dy vector is spread over its
+ * groups' lanes once per output channel and serves every tap (the gbw
+ * micro-kernel). x and dy are first copied into 8-channel blocks
+ * ([block][n][spatial][8], x padded along W so a run of output columns reads
+ * every tap with one stride): channels-last rows are C floats apart, 4 KiB
+ * for per-sample problems, and a run of them folds onto one L1 set. Threads
+ * own blocks (whole groups) and sum every pixel in order, so results do not
+ * depend on the thread count.
+ */
+#include "../internal.h"
+#include "../kernels/kernels.h"
+
+#include <string.h>
+
+enum { VL = 8, MAX_TAPS = 65536 };
+
+static int grouped_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    const int64_t q = c->G > 0 ? c->C / c->G : 0;
+    if (c->dt == NCONV_F64) {
+        if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
+        return 0;
+    }
+    if (dir != NCONV_DIR_BWD_W) {
+        if (why_not) *why_not = "backward-weights only";
+        return 0;
+    }
+    if (c->G < 2 || c->O != c->C || (q != 2 && q != 4 && q != 8) || c->C % VL != 0) {
+        if (why_not) *why_not = "needs groups with 2, 4 or 8 input and output channels each, channels a multiple of 8";
+        return 0;
+    }
+    if (nconv__core_kernel_spatial(c) > MAX_TAPS) {
+        if (why_not) *why_not = "kernels of more than 65536 taps";
+        return 0;
+    }
+    return 1;
+}
+
+/* Width of the W-padded input: every tap of every output column lies inside. */
+static int64_t padded_width(const nconv_core *c) { return (c->out[2] - 1) * c->s[2] + (c->k[2] - 1) * c->d[2] + 1; }
+
+typedef struct gsizes {
+    size_t x, y, acc, zero;
+} gsizes;
+
+static size_t sizes(const nconv_core *c, gsizes *s) {
+    const int64_t q = c->C / c->G;
+    s->x = sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * padded_width(c) * c->C);
+    s->y = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C);
+    s->acc = sizeof(float) * (size_t)(c->C * nconv__core_kernel_spatial(c) * q); /* [block][t][o][8] */
+    s->zero = sizeof(float) * VL;
+    return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->acc) + nconv__ws_round(s->zero);
+}
+
+static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    (void)dir, (void)threads;
+    gsizes s;
+    return sizes(c, &s);
+}
+
+typedef struct gctx {
+    const nconv_core *c;
+    const nconv_kernels *k;
+    const float *x, *dy, *zero; /* blocked: x [block][n][i0][i1][iwp][8], dy [block][n][spatial][8] */
+    int64_t iwp;
+    float *acc;
+    const nconv_view *w;
+} gctx;
+
+/* Blocked copy of an activation view [N][C][S0][S1][S2]: row r = (block, n, i0, i1) of dst
+ * holds dst[r][jw][l] = v[n][block * 8 + l][i0][i1][map(jw - pb)] for jw < width (zeros where the
+ * padding mode maps nowhere). */
+typedef struct block_ctx {
+    const nconv_core *c;
+    const nconv_view *v;
+    float *dst;
+    int64_t width, pb;
+    nconv_padding_mode mode;
+} block_ctx;
+
+static void block_task(void *arg, int tid, int nthreads) {
+    const block_ctx *bc = arg;
+    const nconv_view *v = bc->v;
+    const int64_t N = v->shape[0], S0 = v->shape[2], S1 = v->shape[3], S2 = v->shape[4];
+    const int64_t rows = N * S0 * S1;
+    const float *vf = v->dt == NCONV_F32 ? (const float *)v->data : NULL;
+    const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
+    const int64_t blocks = bc->c->C / VL;
+    /* Channels-last sources: blocks inner, so each source row is read once, not once per
+     * block. Planes: blocks outer, so each unit reads 8 plane rows in order. */
+    const int nxc = v->stride[1] == 1;
+    int64_t u0, u1;
+    nconv__split(rows * blocks, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t r = nxc ? u / blocks : u % rows, b = nxc ? u % blocks : u / rows;
+        const int64_t n = r / (S0 * S1), i0 = (r / S1) % S0, i1 = r % S1;
+        const int64_t base = n * v->stride[0] + b * VL * v->stride[1] + i0 * v->stride[2] + i1 * v->stride[3];
+        float *d = bc->dst + (b * rows + r) * bc->width * VL;
+        /* Columns jw in [lo, hi) read input column jw - pb in order. */
+        int64_t lo = bc->pb < 0 ? 0 : bc->pb, hi = S2 + bc->pb < bc->width ? S2 + bc->pb : bc->width;
+        if (hi < lo) hi = lo;
+        if (vf && v->stride[4] == 1 && hi > lo) { /* planes (NCHW): an 8 x run transpose */
+            transpose(VL, hi - lo, vf + base + (lo - bc->pb), v->stride[1], d + lo * VL, VL);
+        } else if (vf && v->stride[1] == 1) { /* channels-last: 8 floats per column */
+            for (int64_t jw = lo; jw < hi; jw++) memcpy(d + jw * VL, vf + base + (jw - bc->pb) * v->stride[4], sizeof(float) * VL);
+        } else {
+            lo = hi = 0;
+        }
+        for (int64_t jw = 0; jw < bc->width; jw++) {
+            if (jw == lo && hi > lo) jw = hi;
+            if (jw >= bc->width) break;
+            const int64_t iw = nconv__map_index(jw - bc->pb, S2, bc->mode);
+            for (int64_t l = 0; l < VL; l++)
+                d[jw * VL + l] = iw < 0 ? 0.0f : (float)nconv__load(v->data, v->dt, base + l * v->stride[1] + iw * v->stride[4]);
+        }
+    }
+}
+
+static void grouped_task(void *arg, int tid, int nthreads) {
+    const gctx *gc = arg;
+    const nconv_core *c = gc->c;
+    const int64_t q = c->C / c->G, KS = nconv__core_kernel_spatial(c), KW = c->k[2];
+    const int64_t ats = q * VL; /* floats between taps in a block's sums */
+    const int64_t nblk = q == 8 ? 2 : 1, no = q == 8 ? 4 : q, xs = c->s[2] * VL;
+    const int64_t rows = c->N * c->out[0] * c->out[1], OW = c->out[2];
+    const int64_t xrows = c->N * c->in[0] * c->in[1];
+    int64_t b0, b1;
+    nconv__split(c->C / VL, tid, nthreads, &b0, &b1);
+    for (int64_t b = b0; b < b1; b++) {
+        float *acc = gc->acc + b * KS * ats;
+        memset(acc, 0, sizeof(float) * (size_t)(KS * ats));
+        for (int64_t r = 0; r < rows; r++) { /* output rows (n, od, oh) */
+            const int64_t n = r / (c->out[0] * c->out[1]), o0 = (r / c->out[1]) % c->out[0], o1 = r % c->out[1];
+            const float *dyrow = gc->dy + (b * rows + r) * OW * VL;
+            for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+                const int64_t i0 = nconv__map_index(o0 * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+                for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+                    const int64_t i1 = nconv__map_index(o1 * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+                    /* A row outside the input still multiplies: 0 * Inf in dy is NaN, as in PyTorch. */
+                    const float *xrow = i0 < 0 || i1 < 0 ? NULL
+                                                         : gc->x + (b * xrows + (n * c->in[0] + i0) * c->in[1] + i1) * gc->iwp * VL;
+                    const int64_t t_row = (k0 * c->k[1] + k1) * KW;
+                    for (int64_t kw0 = 0; kw0 < KW; kw0 += 3) {
+                        const int64_t nt = KW - kw0 < 3 ? KW - kw0 : 3;
+                        const float *xt[3];
+                        for (int64_t t = 0; t < nt; t++) xt[t] = xrow ? xrow + (kw0 + t) * c->d[2] * VL : gc->zero;
+                        for (int64_t h = 0; h < nblk; h++)
+                            gc->k->gbw(OW, q, h * 4, no, nt, dyrow, VL, xt, xrow ? xs : 0, acc + (t_row + kw0) * ats + h * 4 * VL, ats);
+                    }
+                }
+            }
+        }
+        /* dw[g q + o][i][t] = acc[t][o][l] for channel b * 8 + l = g q + i (a block holds whole groups). */
+        const nconv_view *w = gc->w;
+        float *wf = w->dt == NCONV_F32 ? (float *)w->data : NULL;
+        for (int64_t t = 0; t < KS; t++) {
+            const int64_t toff = (t / (c->k[1] * KW)) * w->stride[2] + ((t / KW) % c->k[1]) * w->stride[3] +
+                                 (t % KW) * w->stride[4];
+            for (int64_t o = 0; o < q; o++)
+                for (int64_t l = 0; l < VL; l++) {
+                    const int64_t ch = b * VL + l;
+                    const int64_t off = ((ch / q) * q + o) * w->stride[0] + (ch % q) * w->stride[1] + toff;
+                    const float v = acc[t * ats + o * VL + l];
+                    if (wf) wf[off] = v;
+                    else nconv__store1(w->data, w->dt, off, v);
+                }
+        }
+    }
+}
+
+static nconv_status grouped_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    gsizes s;
+    sizes(c, &s);
+    float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
+    float *acc = nconv__arena_take(e->ws, s.acc), *zero = nconv__arena_take(e->ws, s.zero);
+    if (!xb || !yb || !acc || !zero) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm grouped");
+    memset(zero, 0, s.zero);
+    const int64_t iwp = padded_width(c);
+    block_ctx bx = {c, e->x, xb, iwp, c->pb[2], c->mode};
+    nconv__parallel(e, block_task, &bx);
+    block_ctx by = {c, e->y, yb, c->out[2], 0, NCONV_PAD_ZEROS};
+    nconv__parallel(e, block_task, &by);
+    gctx gc = {c, nconv__kernels(), xb, yb, zero, iwp, acc, e->w};
+    nconv__parallel(e, grouped_task, &gc);
+    return NCONV_OK;
+}
+
+const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run};
