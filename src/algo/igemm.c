@@ -154,8 +154,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     geo g;
     geometry(c, dir, &g);
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
-    if (g.wfold || g.dcols) /* the W-padded copy, then the NHWC input (or dx) */
-        s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C);
+    if (g.wfold || g.dcols) /* the W-padded copy (and MR floats bw_task may read past it), then the NHWC input (or dx) */
+        s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C + MR);
     s->cols = 0;
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
@@ -165,7 +165,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * MR * g.bw_kc) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
-                     sizeof(float) * (size_t)(NR * g.bw_kc); /* a packed B panel and its row pointers */
+                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 1) * NR * g.bw_kc); /* packed B panels, see bw_task */
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -517,6 +517,7 @@ typedef struct bw_ctx {
     geo g;
     const nconv_kernels *k;
     const float *x, *dy, *zero;
+    const nconv_view *dy_planes; /* with bw_swap: dy read from its NCHW planes (dy NULL), see bw_task */
     float *acc; /* [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
     int64_t units, tiles; /* tiles of MR rows per (group, tap) */
     char *scratch;
@@ -547,7 +548,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
     const float **dyrows = xrows + KC;                                   /* [KC] */
     int64_t *pix = (int64_t *)(dyrows + KC);                             /* [4][KC]: image offset, o0, o1, o2 */
     const float **brows = (const float **)(pix + 4 * KC);                /* [KC] rows of bpack */
-    float *bpack = (float *)(brows + KC);                                /* [KC][NR] */
+    float *bpack = (float *)(brows + KC);                                /* [KC][NR], or [panels][KC][NR] */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
@@ -559,11 +560,11 @@ static void bw_task(void *arg, int tid, int nthreads) {
         const int64_t kc = M - p0 < KC ? M - p0 : KC;
         for (int64_t k = 0; k < kc; k++) {
             const int64_t p = p0 + k, op = p % g->OS;
-            pix[k] = (p / g->OS) * g->IS * c->C;
+            pix[k] = g->wfold ? p / g->OS : (p / g->OS) * g->IS * c->C; /* the image, or its offset */
             pix[KC + k] = op / (c->out[1] * c->out[2]);
             pix[2 * KC + k] = (op / c->out[2]) % c->out[1];
             pix[3 * KC + k] = op % c->out[2];
-            dyrows[k] = bc->dy + p * c->O;
+            dyrows[k] = bc->dy ? bc->dy + p * c->O : NULL;
         }
         int64_t packed_g = -1;
         /* Units of one (group, tap) share the input rows of the tap: take them as a run. */
@@ -571,12 +572,18 @@ static void bw_task(void *arg, int tid, int nthreads) {
             const int64_t gt = u / bc->tiles, gi = gt / taps, t = gt % taps;
             const int64_t run_end = (gt + 1) * bc->tiles < u1 ? (gt + 1) * bc->tiles : u1;
             if (!swap && gi != packed_g) { /* dy^T: apack[ot][k][r] = dy[p0 + k][gi * Og + ot * MR + r] */
+                /* Only the tiles of this thread's units of the group (all once they span a tap):
+                 * with few taps (1x1) every thread packing them all would not scale. */
+                const int64_t ua = u > gi * taps * bc->tiles ? u : gi * taps * bc->tiles;
+                const int64_t ub = u1 < (gi + 1) * taps * bc->tiles ? u1 : (gi + 1) * taps * bc->tiles;
+                int64_t t_lo = ua % bc->tiles, t_hi = (ub - 1) % bc->tiles + 1;
+                if (ub - ua >= bc->tiles || t_lo >= t_hi) t_lo = 0, t_hi = bc->tiles;
                 /* Pixel by pixel, so each dy row is read once (rows are O floats apart). */
-                const int64_t full = g->Og / MR;
+                const int64_t full = g->Og / MR < t_hi ? g->Og / MR : t_hi;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = dyrows[k] + gi * g->Og;
-                    for (int64_t o = 0; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
-                    if (full < bc->tiles) {
+                    for (int64_t o = t_lo; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    if (full < t_hi) {
                         float *d = apack + (full * KC + k) * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < g->Og ? src[full * MR + r] : 0.0f;
                     }
@@ -588,10 +595,9 @@ static void bw_task(void *arg, int tid, int nthreads) {
                 for (int64_t k = 0; k < kc; k++) {
                     const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
                     const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                    const int64_t n = pix[k] / (g->IS * c->C);
                     xrows[k] = (i0 < 0 || i1 < 0)
                                    ? bc->zero
-                                   : bc->x + ((((gi * c->N + n) * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad +
+                                   : bc->x + ((((gi * c->N + pix[k]) * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad +
                                               pix[3 * KC + k] * c->s[2]) * g->Cg;
                 }
             } else {
@@ -632,19 +638,38 @@ static void bw_task(void *arg, int tid, int nthreads) {
                 /* x^T of the run's tiles: apack[ot][k][r] = x row of pixel p0 + k at column ot * MR + r. */
                 const int64_t o0 = u % bc->tiles, o1 = (run_end - 1) % bc->tiles + 1;
                 const int64_t full = rows_n / MR < o1 ? rows_n / MR : o1;
+                /* W-folded rows may be read past their end (the copy has MR floats of slack, the
+                 * zero row more): rows past rows_n are never stored by the kernel. */
+                const int64_t whole = g->wfold ? o1 : full;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = xrows[k];
-                    for (int64_t o = o0; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
-                    if (full < o1) {
+                    for (int64_t o = o0; o < whole; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    if (whole < o1) {
                         float *d = apack + (full * KC + k) * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < rows_n ? src[full * MR + r] : 0.0f;
                     }
+                }
+                if (bc->dy_planes && gi != packed_g) {
+                    /* dy^T panels of the group from the NCHW planes, once per block and group (every
+                     * tap and tile reuses them): no NHWC copy of dy, and B rows are contiguous. */
+                    const nconv_view *v = bc->dy_planes;
+                    const float *dyf = (const float *)v->data + gi * g->Og * v->stride[1];
+                    for (int64_t k = 0; k < kc;) {
+                        const int64_t p = p0 + k, op = p % g->OS, run = kc - k < g->OS - op ? kc - k : g->OS - op;
+                        for (int64_t j0 = 0; j0 < cols_n; j0 += NR)
+                            bc->k->transpose(cols_n - j0 < NR ? cols_n - j0 : NR, run,
+                                             dyf + (p / g->OS) * v->stride[0] + j0 * v->stride[1] + op, v->stride[1],
+                                             bpack + (j0 / NR * KC + k) * NR, NR);
+                        k += run;
+                    }
+                    packed_g = gi;
                 }
                 for (int64_t v = u; v < run_end; v++) {
                     const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
                     for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                         const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, dyrows, gi * g->Og + j0,
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, bc->dy_planes ? brows : dyrows,
+                                       bc->dy_planes ? j0 / NR * KC * NR : gi * g->Og + j0,
                                        bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
@@ -847,12 +872,18 @@ static nconv_status igemm_run(const nconv_exec *e) {
     } else if (dir != NCONV_DIR_BWD_D) {
         x = nconv__nxc_input(e, e->x, xb);
     }
-    const float *y = dir != NCONV_DIR_FWD ? nconv__nxc_input(e, e->y, yb) : NULL;
+    /* bwd_w with the swapped tiles reads dy in f32 NCHW planes where it is (see bw_task). */
+    const nconv_view *yv = e->y;
+    const int dy_planes = dir == NCONV_DIR_BWD_W && g.bw_swap && yv->dt == NCONV_F32 && !nconv__view_is_nxc_f32(yv) &&
+                          (c->out[2] == 1 || yv->stride[4] == 1) && (c->out[1] == 1 || yv->stride[3] == c->out[2]) &&
+                          (c->out[0] == 1 || yv->stride[2] == c->out[1] * c->out[2]);
+    const float *y = dir != NCONV_DIR_FWD && !dy_planes ? nconv__nxc_input(e, e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
-        bw_ctx bc = {c, g, k, x, y, zero, packed, c->G * taps * tiles, tiles, scratch, nconv__ws_round(s.scratch)};
+        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, c->G * taps * tiles, tiles, scratch,
+                     nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
         dw_ctx dc = {c, &g, e->w, toff, packed, width};
         nconv__parallel(e, dw_task, &dc);
