@@ -253,7 +253,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     }
     if (db && !st) {
         double *sum = nconv__arena_take(&arena, 5 * sizeof(double) * (size_t)o.ys[1]);
-        nconv__channel_sums(&dpre, sum);
+        nconv__channel_sums(nconv__ctx_pool(ctx), nconv__ctx_threads(ctx), &dpre, sum);
         nconv_view dbv;
         make_vec_view(p, db, o.ys[1], &dbv);
         nconv__scatter(&dbv, sum, 1, NULL);

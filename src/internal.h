@@ -5,6 +5,7 @@
 #include "nconv.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,7 +137,8 @@ void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
 /* sums: room for 5 * channels doubles (the rest is scratch); results first. */
-void nconv__channel_sums(const nconv_view *src, double *sums);
+struct nconv_pool;
+void nconv__channel_sums(struct nconv_pool *pool, int threads, const nconv_view *src, double *sums);
 /* dst = bias broadcast over dim 1 (bias: rank-1 view, or NULL for zeros). */
 void nconv__fill(const nconv_view *dst, const nconv_view *bias);
 /* v: like `like` (shape), dense in dtype dt at data, channels-last if `like` is. */
@@ -159,9 +161,9 @@ typedef struct nconv_pool {
     pthread_cond_t wake, done;
     int workers;          /* started; worker i runs as thread i + 1 */
     long pid;             /* of the process that started them: a fork() child has none */
-    int pending;          /* workers still on the current job */
-    unsigned gen;         /* job count: a worker runs each new one */
-    int quit;
+    atomic_int pending;   /* workers still on the current job */
+    atomic_uint gen;      /* job count: a worker runs each new one */
+    atomic_int quit;
     nconv_task_fn fn;
     void *arg;
     int nthreads;

@@ -434,23 +434,31 @@ void nconv__fill(const nconv_view *dst, const nconv_view *bias) {
         }
 }
 
-void nconv__channel_sums(const nconv_view *src, double *sums) {
+typedef struct sums_ctx {
+    const nconv_view *src;
+    double *lane; /* lane[l * C + c] */
+} sums_ctx;
+
+/* Threads own channel ranges: every channel is summed in the same order for any thread count. */
+static void sums_task(void *arg, int tid, int nthreads) {
+    const sums_ctx *sc = arg;
+    const nconv_view *src = sc->src;
     const int64_t *s = src->shape, C = s[1];
     const int64_t S = s[2] * s[3] * s[4];
-    /* Per channel, four partial sums by spatial index mod 4, each over n then
-     * spatial, combined as (l0 + l1) + (l2 + l3): the same bits in every
-     * layout, and the NCHW path is not one long dependency chain. */
-    double *lane = sums + C; /* lane[l * C + c] */
-    for (int64_t i = 0; i < 4 * C; i++) lane[i] = 0;
+    double *lane = sc->lane;
+    int64_t c0, c1;
+    nconv__split(C, tid, nthreads, &c0, &c1);
+    for (int64_t l = 0; l < 4; l++)
+        for (int64_t c = c0; c < c1; c++) lane[l * C + c] = 0;
     if (nconv__view_is_nxc_f32(src)) {
         const float *x = src->data;
         for (int64_t n = 0; n < s[0]; n++)
             for (int64_t p = 0; p < S; p++, x += C) {
                 double *l = lane + (p % 4) * C;
-                for (int64_t c = 0; c < C; c++) l[c] += x[c];
+                for (int64_t c = c0; c < c1; c++) l[c] += x[c];
             }
     } else if (src->dt == NCONV_F32 && spatial_dense(src)) {
-        for (int64_t c = 0; c < C; c++) {
+        for (int64_t c = c0; c < c1; c++) {
             double a[4] = {0, 0, 0, 0};
             for (int64_t n = 0; n < s[0]; n++) {
                 const float *x = (const float *)src->data + n * src->stride[0] + c * src->stride[1];
@@ -461,13 +469,23 @@ void nconv__channel_sums(const nconv_view *src, double *sums) {
             for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
         }
     } else {
-        for (int64_t c = 0; c < C; c++)
+        for (int64_t c = c0; c < c1; c++)
             for (int64_t n = 0; n < s[0]; n++)
                 for (int64_t i = 0, p = 0; i < s[2]; i++)
                     for (int64_t j = 0; j < s[3]; j++)
                         for (int64_t k = 0; k < s[4]; k++, p++)
                             lane[(p % 4) * C + c] += nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k));
     }
+}
+
+void nconv__channel_sums(nconv_pool *pool, int threads, const nconv_view *src, double *sums) {
+    const int64_t C = src->shape[1];
+    /* Per channel, four partial sums by spatial index mod 4, each over n then
+     * spatial, combined as (l0 + l1) + (l2 + l3): the same bits in every
+     * layout, and the NCHW path is not one long dependency chain. */
+    sums_ctx sc = {src, sums + C};
+    nconv__parallel_on(pool, threads, sums_task, &sc);
+    const double *lane = sc.lane;
     for (int64_t c = 0; c < C; c++) sums[c] = (lane[c] + lane[C + c]) + (lane[2 * C + c] + lane[3 * C + c]);
 }
 

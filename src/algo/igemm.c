@@ -73,6 +73,7 @@ typedef struct geo {
     int64_t panels;    /* column panels of NR */
     int64_t mc_tiles;  /* row tiles per cache block */
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
+    int64_t bw_chunks; /* bwd_w: pixel chunks reduced separately, then summed in order (see bw_task) */
     int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
@@ -131,6 +132,19 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     const double eff_c = (double)width / (double)(MR * div_up(width, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
     /* Only for a clear gain: the swapped accumulators [c][o] are written to dw transposed. */
     g->bw_swap = eff_c > 1.1 * eff_o;
+    /* Small weights (1x1 and input layers) have few units to share out, and every thread
+     * would stream all of x and dy: threads take chunks of the pixels instead, each with
+     * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend
+     * on the problem alone, so the sums do not depend on the thread count. */
+    const int64_t dwf = c->G * g->KS * g->Og * g->Cg, M = c->N * g->OS;
+    g->bw_chunks = 1;
+    if (dwf <= (64 << 10)) {
+        g->bw_chunks = M / (2 * g->bw_kc);
+        const int64_t cap = (4 << 20) / ((int64_t)sizeof(float) * (dwf > 0 ? dwf : 1));
+        if (g->bw_chunks > cap) g->bw_chunks = cap;
+        if (g->bw_chunks > 64) g->bw_chunks = 64;
+        if (g->bw_chunks < 1) g->bw_chunks = 1;
+    }
 }
 
 /* One GEMM of the row form: a group of fwd, or a (group, residue class) of bwd_d. */
@@ -160,7 +174,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
-        s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg); /* dw accumulators, see bw_ctx */
+        s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg * g.bw_chunks); /* dw sums per chunk, see bw_ctx */
         s->init = s->jobs = 0;
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * MR * g.bw_kc) +
@@ -518,31 +532,28 @@ typedef struct bw_ctx {
     const nconv_kernels *k;
     const float *x, *dy, *zero;
     const nconv_view *dy_planes; /* with bw_swap: dy read from its NCHW planes (dy NULL), see bw_task */
-    float *acc; /* [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
+    float *acc; /* per chunk: [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
     int64_t units, tiles; /* tiles of MR rows per (group, tap) */
+    int64_t dwf;          /* floats of one chunk's sums */
     char *scratch;
     size_t scratch_stride;
 } bw_ctx;
 
-/* Units are (group, tap, tile of MR rows); each thread owns a contiguous
- * range and reduces it over all pixels, block by block. Rows are output
- * channels: A = dy^T packed once per block and group, B = input rows in
- * place. With bw_swap rows are input columns: A = x^T packed per unit,
- * B = dy rows in place. Per block a thread decodes the pixels once and
- * builds input row pointers once per tap. */
-static void bw_task(void *arg, int tid, int nthreads) {
-    const bw_ctx *bc = arg;
+/* Units [u0, u1) (group, tap, tile of MR rows) reduced over pixels
+ * [m0, m1), block by block, into acc. Rows are output channels: A = dy^T
+ * packed once per block and group, B = input rows in place. With bw_swap
+ * rows are input columns: A = x^T packed per unit, B = dy rows in place
+ * (or dy^T panels from NCHW planes). Per block the pixels are decoded once
+ * and input row pointers built once per tap. */
+static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, int64_t m0, int64_t m1, float *acc) {
     const nconv_core *c = bc->c;
     const geo *g = &bc->g;
     const int swap = g->bw_swap;
     /* With the W fold a tap is (kd, kh) and the columns are its run of KW * Cg floats. */
     const int64_t taps = g->wfold ? g->ks_rows : g->KS, width = g->wfold ? c->k[2] * g->Cg : g->Cg;
     const int64_t rows_n = swap ? width : g->Og, cols_n = swap ? g->Og : width;
-    int64_t u0, u1;
-    nconv__split(bc->units, tid, nthreads, &u0, &u1);
     if (u0 >= u1) return;
     const int64_t KC = g->bw_kc;
-    char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
     float *apack = (float *)scratch;                                     /* [tiles][KC][MR] */
     const float **xrows = (const float **)(apack + bc->tiles * KC * MR); /* [KC] */
     const float **dyrows = xrows + KC;                                   /* [KC] */
@@ -553,11 +564,10 @@ static void bw_task(void *arg, int tid, int nthreads) {
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
         const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-        memset(bc->acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
+        memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
     }
-    const int64_t M = c->N * g->OS;
-    for (int64_t p0 = 0; p0 < M; p0 += KC) {
-        const int64_t kc = M - p0 < KC ? M - p0 : KC;
+    for (int64_t p0 = m0; p0 < m1; p0 += KC) {
+        const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
         for (int64_t k = 0; k < kc; k++) {
             const int64_t p = p0 + k, op = p % g->OS;
             pix[k] = g->wfold ? p / g->OS : (p / g->OS) * g->IS * c->C; /* the image, or its offset */
@@ -631,7 +641,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
                         bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, pack ? brows : xrows,
-                                       pack ? 0 : j0, bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                                       pack ? 0 : j0, acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
             } else {
@@ -670,12 +680,41 @@ static void bw_task(void *arg, int tid, int nthreads) {
                         const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
                         bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, bc->dy_planes ? brows : dyrows,
                                        bc->dy_planes ? j0 / NR * KC * NR : gi * g->Og + j0,
-                                       bc->acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                                       acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
             }
             u = run_end;
         }
+    }
+}
+
+/* Threads own units over all pixels, or (bw_chunks > 1) whole pixel chunks. */
+static void bw_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
+    const int64_t M = bc->c->N * bc->g.OS, chunks = bc->g.bw_chunks;
+    int64_t a, b;
+    nconv__split(chunks > 1 ? chunks : bc->units, tid, nthreads, &a, &b);
+    if (chunks == 1) {
+        bw_range(bc, scratch, a, b, 0, M, bc->acc);
+        return;
+    }
+    for (int64_t ch = a; ch < b; ch++) {
+        int64_t m0, m1;
+        nconv__split(M, (int)ch, (int)chunks, &m0, &m1);
+        bw_range(bc, scratch, 0, bc->units, m0, m1, bc->acc + ch * bc->dwf);
+    }
+}
+
+/* acc (chunk 0) += chunk 1 + ... in chunk order, element ranges per thread. */
+static void chunk_sum_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    int64_t a, b;
+    nconv__split(bc->dwf, tid, nthreads, &a, &b);
+    for (int64_t ch = 1; ch < bc->g.bw_chunks; ch++) {
+        const float *src = bc->acc + ch * bc->dwf;
+        for (int64_t i = a; i < b; i++) bc->acc[i] += src[i];
     }
 }
 
@@ -882,9 +921,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
-        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, c->G * taps * tiles, tiles, scratch,
-                     nconv__ws_round(s.scratch)};
+        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, c->G * taps * tiles, tiles,
+                     c->G * g.KS * g.Og * g.Cg, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
+        if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
         dw_ctx dc = {c, &g, e->w, toff, packed, width};
         nconv__parallel(e, dw_task, &dc);
         return NCONV_OK;
