@@ -361,10 +361,27 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     }
 }
 
+/* The first global block of thread tid: blocks are shared out by their work
+ * (bwd_d's residue classes differ: 4, 2, 2 and 1 taps for a 3x3 kernel at
+ * stride 2, none for three of the four of a 1x1 at stride 2), not by count:
+ * per row a reduction of ks * kc, and the store, counted as 16. Each block is
+ * computed whole by one thread. */
+static int64_t first_block(const row_ctx *rc, int tid, int nthreads) {
+    int64_t total = 0;
+    for (int64_t j = 0; j < rc->njobs; j++) total += rc->jobs[j].blocks * (rc->jobs[j].ks * rc->g.kc + 16);
+    const int64_t target = total / nthreads * tid + total % nthreads * tid / nthreads;
+    int64_t b = 0, cost = 0;
+    for (int64_t j = 0; j < rc->njobs; j++) {
+        const int64_t per = rc->jobs[j].ks * rc->g.kc + 16, blocks = rc->jobs[j].blocks;
+        if (cost + blocks * per >= target) return b + (target - cost + per - 1) / per;
+        cost += blocks * per, b += blocks;
+    }
+    return b;
+}
+
 static void row_task(void *arg, int tid, int nthreads) {
     const row_ctx *rc = arg;
-    int64_t b0, b1;
-    nconv__split(rc->total_blocks, tid, nthreads, &b0, &b1);
+    const int64_t b0 = first_block(rc, tid, nthreads), b1 = first_block(rc, tid + 1, nthreads);
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
