@@ -184,7 +184,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
         s->jobs = sizeof(job) * (size_t)(dir == NCONV_DIR_FWD ? c->G : c->G * c->s[0] * c->s[1] * c->s[2]);
-        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1)) +
+        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1) + g.KS) +
                      (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
     }
     if (g.dcols) { /* column blocks, and weights packed for them */
@@ -247,34 +247,37 @@ static void pixel_next(const nconv_core *c, pixel *px) {
     px->n++;
 }
 
-/* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j. */
-static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float **a, float **crow) {
+/* Input row starts of output row (n, o0, o1), one per (k0, k1): in the
+ * W-padded copy when folded, else in x at the group's first channel; NULL
+ * for a row of padding. The same for every pixel of the output row. */
+static void fwd_row_bases(const row_ctx *rc, const job *j, const pixel *px, const float **rb) {
     const nconv_core *c = rc->c;
-    if (rc->g.wfold) { /* one run of KW * Cg floats per (kd, kh) in the W-padded copy */
-        const float *base = rc->src + ((j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad + px->o[2] * c->s[2]) * rc->g.Cg;
-        int64_t t = 0;
-        for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
-            const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
-            for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
-                const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                a[t * MR] = i0 < 0 || i1 < 0 ? rc->zero : base + (i0 * c->in[1] + i1) * rc->g.iw_pad * rc->g.Cg;
-            }
-        }
-        *crow = rc->dst + i * c->O + j->g * rc->g.Og;
-        return;
-    }
-    const float *base = rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
-    int64_t t = 0;
-    for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+    const float *img = rc->g.wfold ? rc->src + (j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad * rc->g.Cg
+                                   : rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
+    const int64_t row_len = rc->g.wfold ? rc->g.iw_pad * rc->g.Cg : c->in[2] * c->C;
+    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++) {
         const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
-        for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
             const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-            const float *r01 = (i0 < 0 || i1 < 0) ? NULL : base + (i0 * c->in[1] + i1) * c->in[2] * c->C;
+            rb[t] = i0 < 0 || i1 < 0 ? NULL : img + (i0 * c->in[1] + i1) * row_len;
+        }
+    }
+}
+
+/* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j, from its row starts rb. */
+static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float *const *rb, const float **a,
+                    float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t K01 = c->k[0] * c->k[1];
+    if (rc->g.wfold) { /* one run of KW * Cg floats per (kd, kh) in the W-padded copy */
+        const int64_t off = px->o[2] * c->s[2] * rc->g.Cg;
+        for (int64_t t = 0; t < K01; t++) a[t * MR] = rb[t] ? rb[t] + off : rc->zero;
+    } else {
+        for (int64_t r = 0, t = 0; r < K01; r++)
             for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
                 const int64_t i2 = nconv__map_index(px->o[2] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                a[t * MR] = (!r01 || i2 < 0) ? rc->zero : r01 + i2 * c->C;
+                a[t * MR] = !rb[r] || i2 < 0 ? rc->zero : rb[r] + i2 * c->C;
             }
-        }
     }
     *crow = rc->dst + i * c->O + j->g * rc->g.Og;
 }
@@ -303,7 +306,7 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float **
 
 /* One cache block: up to mc_tiles row tiles of one job, every column panel. */
 static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **a, float **crow, const float **pa,
-                      float *pbuf) {
+                      const float **rb, float *pbuf) {
     const geo *g = &rc->g;
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
@@ -314,7 +317,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         const float **at = a + tile * j->ks * MR + r;
         if (rc->dir == NCONV_DIR_FWD) {
-            fwd_row(rc, j, i, &px, at, &crow[i - r0]);
+            if (i == r0 || px.o[2] == 0) fwd_row_bases(rc, j, &px, rb);
+            fwd_row(rc, j, i, &px, rb, at, &crow[i - r0]);
             pixel_next(rc->c, &px);
         } else {
             bwd_d_row(rc, j, i, at, &crow[i - r0]);
@@ -386,12 +390,13 @@ static void row_task(void *arg, int tid, int nthreads) {
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
     const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
-    float *pbuf = (float *)(pa + rc->g.mc_tiles * MR * rc->g.KS);
+    const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* fwd: row starts per (k0, k1) */
+    float *pbuf = (float *)(rb + rc->g.KS);
     int64_t jb = 0, first = 0; /* job of block b0, and its first global block */
     while (jb < rc->njobs && first + rc->jobs[jb].blocks <= b0) first += rc->jobs[jb++].blocks;
     for (int64_t b = b0; b < b1; b++) {
         while (b - first >= rc->jobs[jb].blocks) first += rc->jobs[jb++].blocks;
-        row_block(rc, &rc->jobs[jb], b - first, a, crow, pa, pbuf);
+        row_block(rc, &rc->jobs[jb], b - first, a, crow, pa, rb, pbuf);
     }
 }
 
@@ -885,6 +890,38 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
 
 /* ------------------------------------------------------------------ run */
 
+/* The W-padded copy of the thin-channel input, rows (group, n, i0, i1) per thread. */
+typedef struct wpad_ctx {
+    const nconv_core *c;
+    const geo *g;
+    const float *x; /* NHWC */
+    float *xb;
+} wpad_ctx;
+
+static void wpad_task(void *arg, int tid, int nthreads) {
+    const wpad_ctx *wc = arg;
+    const nconv_core *c = wc->c;
+    const int64_t rows = c->N * c->in[0] * c->in[1], Cg = wc->g->Cg, iw_pad = wc->g->iw_pad, IW = c->in[2];
+    /* Padded columns [lo, hi) read input columns jw - pb in order: with one group, one copy. */
+    const int64_t lo = c->pb[2] < iw_pad ? c->pb[2] : iw_pad, hi = IW + c->pb[2] < iw_pad ? IW + c->pb[2] : iw_pad;
+    int64_t u0, u1;
+    nconv__split(c->G * rows, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t gi = u / rows, r = u % rows;
+        const float *src = wc->x + r * IW * c->C + gi * Cg;
+        float *dst = wc->xb + u * iw_pad * Cg;
+        for (int64_t jw = 0; jw < iw_pad; jw++) {
+            if (c->G == 1 && jw == lo && hi > lo) {
+                memcpy(dst + lo * Cg, src + (lo - c->pb[2]) * c->C, sizeof(float) * (size_t)((hi - lo) * Cg));
+                jw = hi - 1;
+                continue;
+            }
+            const int64_t iw = nconv__map_index(jw - c->pb[2], IW, c->mode);
+            for (int64_t q = 0; q < Cg; q++) dst[jw * Cg + q] = iw < 0 ? 0.0f : src[iw * c->C + q];
+        }
+    }
+}
+
 static nconv_status igemm_run(const nconv_exec *e) {
     if (nconv__planes_applies(e)) return nconv__planes_run(e);
     const nconv_core *c = e->c;
@@ -915,15 +952,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const float *x = NULL;
     if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
         const int64_t rows = c->N * c->in[0] * c->in[1];
-        const float *xs = nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C);
-        for (int64_t gi = 0; gi < c->G; gi++)
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t jw = 0; jw < g.iw_pad; jw++) {
-                    const int64_t iw = nconv__map_index(jw - c->pb[2], c->in[2], c->mode);
-                    float *d = xb + ((gi * rows + r) * g.iw_pad + jw) * g.Cg;
-                    if (iw < 0) memset(d, 0, sizeof(float) * (size_t)g.Cg);
-                    else memcpy(d, xs + (r * c->in[2] + iw) * c->C + gi * g.Cg, sizeof(float) * (size_t)g.Cg);
-                }
+        wpad_ctx wc = {c, &g, nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C), xb};
+        nconv__parallel(e, wpad_task, &wc);
         x = xb;
     } else if (dir != NCONV_DIR_BWD_D) {
         x = nconv__nxc_input(e, e->x, xb);
