@@ -282,26 +282,38 @@ static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px,
     *crow = rc->dst + i * c->O + j->g * rc->g.Og;
 }
 
-static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float **a, float **crow) {
+/* For the input row (n, i0, i1) of bwd_d row i of job j (a residue class):
+ * the dy row start of each (a0, a1) tap pair (NULL: outside dy), and the
+ * row's start in dx. The same for every pixel of the row. */
+static float *bwd_d_row_bases(const row_ctx *rc, const job *j, int64_t i, const float **rb) {
     const nconv_core *c = rc->c;
     const int64_t per_n = j->cnt[0] * j->cnt[1] * j->cnt[2];
     const int64_t n = i / per_n, q = i % per_n;
-    const int64_t ip[3] = {j->start[0] + (q / (j->cnt[1] * j->cnt[2])) * c->s[0],
-                           j->start[1] + ((q / j->cnt[2]) % j->cnt[1]) * c->s[1], j->start[2] + (q % j->cnt[2]) * c->s[2]};
+    const int64_t ip0 = j->start[0] + (q / (j->cnt[1] * j->cnt[2])) * c->s[0];
+    const int64_t ip1 = j->start[1] + ((q / j->cnt[2]) % j->cnt[1]) * c->s[1];
     const float *base = rc->src + n * rc->g.OS * c->O + j->g * rc->g.Og;
-    int64_t t = 0;
-    for (int64_t a0 = 0; a0 < j->ntap[0]; a0++) {
-        const int64_t n0 = ip[0] + c->pb[0] - j->taps[0][a0] * c->d[0], o0 = n0 / c->s[0];
-        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++) {
-            const int64_t n1 = ip[1] + c->pb[1] - j->taps[1][a1] * c->d[1], o1 = n1 / c->s[1];
-            for (int64_t a2 = 0; a2 < j->ntap[2]; a2++, t++) {
-                const int64_t n2 = ip[2] + c->pb[2] - j->taps[2][a2] * c->d[2], o2 = n2 / c->s[2];
-                const int out = n0 >= 0 && o0 < c->out[0] && n1 >= 0 && o1 < c->out[1] && n2 >= 0 && o2 < c->out[2];
-                a[t * MR] = out ? base + ((o0 * c->out[1] + o1) * c->out[2] + o2) * c->O : rc->zero;
-            }
+    for (int64_t a0 = 0, r = 0; a0 < j->ntap[0]; a0++) {
+        const int64_t n0 = ip0 + c->pb[0] - j->taps[0][a0] * c->d[0], o0 = n0 / c->s[0];
+        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++, r++) {
+            const int64_t n1 = ip1 + c->pb[1] - j->taps[1][a1] * c->d[1], o1 = n1 / c->s[1];
+            const int in = n0 >= 0 && o0 < c->out[0] && n1 >= 0 && o1 < c->out[1];
+            rb[r] = in ? base + (o0 * c->out[1] + o1) * c->out[2] * c->O : NULL;
         }
     }
-    *crow = rc->dst + (n * rc->g.IS + (ip[0] * c->in[1] + ip[1]) * c->in[2] + ip[2]) * c->C + j->g * rc->g.Cg;
+    return rc->dst + (n * rc->g.IS + (ip0 * c->in[1] + ip1) * c->in[2]) * c->C + j->g * rc->g.Cg;
+}
+
+/* A pointers and C pointer of bwd_d row i from its row's bases (rb, dx row start rowdst). */
+static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *const *rb, float *rowdst,
+                      const float **a, float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t ip2 = j->start[2] + (i % j->cnt[2]) * c->s[2];
+    for (int64_t r = 0, t = 0; r < j->ntap[0] * j->ntap[1]; r++)
+        for (int64_t a2 = 0; a2 < j->ntap[2]; a2++, t++) {
+            const int64_t n2 = ip2 + c->pb[2] - j->taps[2][a2] * c->d[2], o2 = n2 / c->s[2];
+            a[t * MR] = rb[r] && n2 >= 0 && o2 < c->out[2] ? rb[r] + o2 * c->O : rc->zero;
+        }
+    *crow = rowdst + ip2 * c->C;
 }
 
 /* One cache block: up to mc_tiles row tiles of one job, every column panel. */
@@ -313,6 +325,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     const int64_t ntiles = div_up(r1 - r0, MR);
     pixel px = {0, {0, 0, 0}};
     if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
+    float *rowdst = NULL; /* bwd_d: the dx row start of the current input row */
     for (int64_t i = r0; i < r1; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         const float **at = a + tile * j->ks * MR + r;
@@ -321,7 +334,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
             fwd_row(rc, j, i, &px, rb, at, &crow[i - r0]);
             pixel_next(rc->c, &px);
         } else {
-            bwd_d_row(rc, j, i, at, &crow[i - r0]);
+            if (i == r0 || i % j->cnt[2] == 0) rowdst = bwd_d_row_bases(rc, j, i, rb);
+            bwd_d_row(rc, j, i, rb, rowdst, at, &crow[i - r0]);
         }
     }
     /* Rows past the end of the last tile repeat its first row (read, never written). */
@@ -390,7 +404,7 @@ static void row_task(void *arg, int tid, int nthreads) {
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
     const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
-    const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* fwd: row starts per (k0, k1) */
+    const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* row starts per (k0, k1) tap pair */
     float *pbuf = (float *)(rb + rc->g.KS);
     int64_t jb = 0, first = 0; /* job of block b0, and its first global block */
     while (jb < rc->njobs && first + rc->jobs[jb].blocks <= b0) first += rc->jobs[jb++].blocks;
