@@ -368,11 +368,12 @@ static void test_planes(void) {
     nconv_context_destroy(modes_ctx);
 }
 
-/* The grouped algorithm (backward-weights, 2, 4 or 8 channels per group):
- * chosen by the heuristic, against the reference in every layout, dtype,
- * padding mode, stride, dilation, transposed, 1-3D; the same bits for 1
- * and 3 threads; an infinite dy element times zero padding gives NaN as in
- * the reference. */
+/* The grouped algorithm (2, 4 or 8 channels per group; fwd, bwd_w, and
+ * bwd_d at stride 1): chosen by the heuristic, against the reference in
+ * every layout, dtype, padding mode, stride, dilation, epilogue, transposed,
+ * 1-3D; the same bits for 1 and 3 threads; an infinite dy element (times
+ * zero padding: NaN) and an infinite weight (bwd_d hands it to gemm) give
+ * the reference's NaN / Inf pattern. */
 static void test_grouped(void) {
     nconv_context *ref, *ctx;
     nconv_context_create(&ref);
@@ -383,7 +384,7 @@ static void test_grouped(void) {
     const int64_t cases[][11] = {
         {2, 16, 4, 9, 3, 1, 1, 1, 0, 0, 1},  {2, 32, 16, 7, 3, 2, 1, 1, 0, 0, 0}, {2, 16, 2, 8, 3, 1, 1, 1, 0, 1, 1},
         {1, 24, 6, 20, 5, 1, 2, 2, 0, 2, 2}, {3, 16, 4, 5, 3, 1, 1, 1, 0, 3, 1}, {2, 32, 8, 6, 2, 2, 0, 1, 1, 0, 0},
-        {2, 8, 4, 9, 1, 1, 0, 1, 0, 0, 0},   {1, 16, 2, 30, 7, 3, 3, 1, 0, 0, -1}, {2, 24, 12, 10, 3, 1, 2, 2, 0, 0, 2}};
+        {2, 8, 4, 9, 3, 1, 1, 1, 0, 0, 1},   {1, 16, 2, 30, 7, 3, 3, 1, 0, 0, -1}, {2, 24, 12, 10, 3, 1, 2, 2, 0, 0, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -399,45 +400,55 @@ static void test_grouped(void) {
                 p.pad_begin[d] = cases[i][6], p.pad_end[d] = cases[i][10], p.dilation[d] = cases[i][7];
             }
             CHECK(nconv_problem_validate(&p) == NCONV_OK, "grouped case %d: %s", i, nconv_last_error());
-            const char *chosen = "";
-            nconv_algorithm_chosen(ctx, &p, NCONV_DIR_BWD_W, &chosen);
-            CHECK(!strcmp(chosen, "grouped"), "grouped case %d: the heuristic chose %s", i, chosen);
+            for (int dir = 0; dir < 3; dir++) {
+                const char *chosen = "";
+                nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
+                /* dir is the core direction; bwd_d takes stride 1 and zero padding only */
+                const int stride1 = cases[i][5] == 1 && p.padding_mode == NCONV_PAD_ZEROS;
+                if (dir != NCONV_DIR_BWD_D || stride1)
+                    CHECK(!strcmp(chosen, "grouped"), "grouped case %d dir %d: the heuristic chose %s", i, dir, chosen);
+            }
             uint64_t fill = test_rng(&rng);
             operands r, a, b;
             operands_make(&r, &p, layout, &rng, &fill);
             operands_make(&a, &p, layout, &rng, &fill);
             operands_make(&b, &p, layout, &rng, &fill);
             r.has_b = a.has_b = b.has_b = 1;
-            r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
-            const int special = i == 0 || i == 5; /* dy[0] = +Inf: a zero tap makes NaN */
-            if (special) {
-                nconv__store1(r.dy.buf, p.dtype, 0, INFINITY);
-                nconv__store1(a.dy.buf, p.dtype, 0, INFINITY);
-                nconv__store1(b.dy.buf, p.dtype, 0, INFINITY);
-            }
+            r.has_z = a.has_z = b.has_z = i % 3 == 1;
+            r.epi = a.epi = b.epi = (nconv_epilogue){i % 2 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
+            /* dy[0] = +Inf (a zero tap makes NaN), or w[0] = +Inf */
+            const int special = i == 0 || i == 5 || i == 6;
+            tensor *const sp[3] = {i == 6 ? &r.w : &r.dy, i == 6 ? &a.w : &a.dy, i == 6 ? &b.w : &b.dy};
+            for (int k = 0; special && k < 3; k++) nconv__store1(sp[k]->buf, p.dtype, 0, INFINITY);
             CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
             nconv_context_set_threads(ctx, 1);
             CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
             nconv_context_set_threads(ctx, 3);
             CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
-            int64_t numel = 1;
-            for (int k = 0; k < r.dw.rank; k++) numel *= r.dw.shape[k];
-            if (special) { /* classes (NaN, Inf, finite) of dw match the reference's */
-                int64_t bad = -1;
-                for (int64_t e = 0; e < numel && bad < 0; e++) {
-                    int64_t rem = e, off = 0;
-                    for (int k = r.dw.rank - 1; k >= 0; k--) off += (rem % r.dw.shape[k]) * r.dw.t.stride[k], rem /= r.dw.shape[k];
-                    const double va = nconv__load(a.dw.buf, p.dtype, off), vr = nconv__load(r.dw.buf, p.dtype, off);
-                    if (isnan(va) != isnan(vr) || isinf(va) != isinf(vr)) bad = e;
+            struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
+                                                              {"dw", &a.dw, &r.dw, &b.dw}};
+            for (int o = 0; o < 3; o++) {
+                const tensor *ta = outs[o].x, *tr = outs[o].y;
+                int64_t numel = 1;
+                for (int k = 0; k < tr->rank; k++) numel *= tr->shape[k];
+                if (special) { /* classes (NaN, Inf, finite) match the reference's */
+                    int64_t bad = -1;
+                    for (int64_t e = 0; e < numel && bad < 0; e++) {
+                        int64_t rem = e, off = 0;
+                        for (int k = tr->rank - 1; k >= 0; k--) off += (rem % tr->shape[k]) * tr->t.stride[k], rem /= tr->shape[k];
+                        const double va = nconv__load(ta->buf, p.dtype, off), vr = nconv__load(tr->buf, p.dtype, off);
+                        if (isnan(va) != isnan(vr) || isinf(va) != isinf(vr)) bad = e;
+                    }
+                    CHECK(bad < 0, "grouped case %d layout %d: %s[%lld] differs in class from the reference", i, layout,
+                          outs[o].n, (long long)bad);
+                } else {
+                    const double e = rel_err(ta, tr, p.dtype);
+                    CHECK(e <= tolerance(p.dtype), "grouped case %d layout %d dtype %d: %s err %g", i, layout, (int)p.dtype,
+                          outs[o].n, e);
                 }
-                CHECK(bad < 0, "grouped case %d layout %d: dw[%lld] differs in class from the reference", i, layout,
-                      (long long)bad);
-            } else {
-                const double e = rel_err(&a.dw, &r.dw, p.dtype);
-                CHECK(e <= tolerance(p.dtype), "grouped case %d layout %d dtype %d: dw err %g", i, layout, (int)p.dtype, e);
+                CHECK(!memcmp(ta->buf, outs[o].z->buf, ta->bytes), "grouped case %d layout %d: %s differs between 1 and 3 threads",
+                      i, layout, outs[o].n);
             }
-            CHECK(!memcmp(a.dw.buf, b.dw.buf, a.dw.bytes), "grouped case %d layout %d: dw differs between 1 and 3 threads",
-                  i, layout);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
     nconv_context_destroy(ref);

@@ -5,7 +5,7 @@
  *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu;
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
- * - the small-group backward-weights kernel of every ISA (sweep_gbw_kernels). */
+ * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels). */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
@@ -219,6 +219,46 @@ static void sweep_gbw_kernels(const nconv_kernels *k, uint64_t *rng) {
                     }
 }
 
+/* The small-group forward kernel: q in {2, 4, 8}, 1-9 taps, 1 .. 9 pixels
+ * (the 4-pixel blocks and the tail), pixel strides, init or not, relu;
+ * destination lanes between pixels stay untouched. */
+static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 3, 4, 5, 9}, kss[] = {1, 2, 9};
+    for (int64_t q = 2; q <= 8; q *= 2)
+        for (size_t ki = 0; ki < 3; ki++)
+            for (size_t ni = 0; ni < 5; ni++)
+                for (int mode = 0; mode < 3; mode++) { /* 0: no init, 1: init, 2: init + relu */
+                    const int64_t n = ns[ni], ks = kss[ki], ss = 8 * (1 + ni % 2), ds = 12;
+                    float *src = malloc(sizeof(float) * (size_t)(ks * n * ss + 8)), *w = malloc(sizeof(float) * (size_t)(ks * q * 8));
+                    float *dst = malloc(sizeof(float) * (size_t)(n * ds)), init[8];
+                    const float *taps[9];
+                    for (int64_t i = 0; i < ks * n * ss + 8; i++) src[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < ks * q * 8; i++) w[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < n * ds; i++) dst[i] = NAN;
+                    for (int l = 0; l < 8; l++) init[l] = (float)test_uniform(rng);
+                    for (int64_t t = 0; t < ks; t++) taps[t] = src + t * n * ss;
+                    k->gfwd(n, q, ks, taps, ss, w, mode ? init : NULL, dst, ds, mode == 2);
+                    double worst = 0;
+                    int untouched = 1;
+                    for (int64_t i = 0; i < n; i++)
+                        for (int64_t l = 0; l < ds; l++) {
+                            if (l >= 8) {
+                                untouched = untouched && isnan(dst[i * ds + l]);
+                                continue;
+                            }
+                            double want = mode ? init[l] : 0.0;
+                            for (int64_t t = 0; t < ks; t++)
+                                for (int64_t j = 0; j < q; j++) want += (double)w[(t * q + j) * 8 + l] * taps[t][i * ss + (l / q) * q + j];
+                            if (mode == 2 && want < 0) want = 0;
+                            const double e = fabs(dst[i * ds + l] - want) / (1 + fabs(want));
+                            if (!(e <= worst)) worst = e;
+                        }
+                    CHECK(worst <= 1e-5 && untouched, "%s gfwd q %lld ks %lld n %lld mode %d: err %g, untouched %d", k->name,
+                          (long long)q, (long long)ks, (long long)n, mode, worst, untouched);
+                    free(src), free(w), free(dst);
+                }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -231,6 +271,7 @@ int main(void) {
         sweep_tile_kernels(k, &krng);
         sweep_dw_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
+        sweep_gfwd_kernels(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;

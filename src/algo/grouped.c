@@ -1,19 +1,24 @@
 /*
- * Algorithm "grouped": backward-weights of grouped convolutions with small
- * groups (2, 4 or 8 input and output channels per group: ResNeXt's 32x4d,
- * and per-sample gradients of them), on channels-last f32 data.
+ * Algorithm "grouped": convolutions with small groups (q = 2, 4 or 8 input
+ * and output channels per group: ResNeXt's 32x4d, and per-sample gradients
+ * of such layers).
  *
- *   dw[g][o][i][t] = sum_p dy[p][g q + o] * x[pix(p, t)][g q + i]
+ *   fwd:   y[p][g q + o]  = sum_{t, i} w[g q + o][i][t] * x[pix(p, t)][g q + i]
+ *   bwd_d: dx[p][g q + i] = sum_{t, o} w[g q + o][i][t] * dy[pix'(p, t)][g q + o]
+ *          (stride 1: a forward over dy with the taps flipped)
+ *   bwd_w: dw[g q + o][i][t] = sum_p dy[p][g q + o] * x[pix(p, t)][g q + i]
  *
  * A GEMM per group would be q x q: a 6 x 16 tile would be mostly padding
- * (igemm runs ResNeXt's groups at 5% of peak). Here channels are the vector
- * dimension, 8 / q groups per register; each dy vector is spread over its
- * groups' lanes once per output channel and serves every tap (the gbw
- * micro-kernel). x and dy are first copied into 8-channel blocks
- * ([block][n][spatial][8], x padded along W so a run of output columns reads
- * every tap with one stride): channels-last rows are C floats apart, 4 KiB
- * for per-sample problems, and a run of them folds onto one L1 set. Threads
- * own blocks (whole groups) and sum every pixel in order, so results do not
+ * (igemm runs ResNeXt's groups at 2-5% of peak). Here channels are the
+ * vector dimension, 8 / q groups per register, and a vector of the other
+ * operand is spread over its groups' lanes (an in-lane permute) once per
+ * group channel: in bwd_w one dy vector serves every tap (gbw micro-kernel),
+ * in fwd and bwd_d one weight vector serves four pixels (gfwd). The input
+ * operands are first copied into 8-channel blocks ([block][n][spatial][8],
+ * padded along W so a run of output columns reads every tap with one
+ * stride): channels-last rows are C floats apart, 4 KiB for per-sample
+ * problems, and a run of them folds onto one L1 set. Threads own blocks
+ * (bwd_w: summing every pixel in order) or output rows, so results do not
  * depend on the thread count.
  */
 #include "../internal.h"
@@ -29,8 +34,8 @@ static int grouped_applies(const nconv_core *c, nconv_direction dir, const char 
         if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
         return 0;
     }
-    if (dir != NCONV_DIR_BWD_W) {
-        if (why_not) *why_not = "backward-weights only";
+    if (dir == NCONV_DIR_BWD_D && (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1 || c->mode != NCONV_PAD_ZEROS)) {
+        if (why_not) *why_not = "bwd_d with stride 1 and zero padding only";
         return 0;
     }
     if (c->G < 2 || c->O != c->C || (q != 2 && q != 4 && q != 8) || c->C % VL != 0) {
@@ -44,26 +49,52 @@ static int grouped_applies(const nconv_core *c, nconv_direction dir, const char 
     return 1;
 }
 
-/* Width of the W-padded input: every tap of every output column lies inside. */
-static int64_t padded_width(const nconv_core *c) { return (c->out[2] - 1) * c->s[2] + (c->k[2] - 1) * c->d[2] + 1; }
+/* The row convolution of fwd and bwd_d: destination pixel u, tap k reads
+ * source coordinate u * st + k * dl - lo on each axis (bwd_d: stride 1, taps
+ * flipped, lo = (K - 1) * d - pad). Sizes: src the input operand (x, or
+ * dy), dst the output (y, or dx). */
+typedef struct rowconv {
+    int64_t src[3], dst[3], st[3], dl[3], lo[3];
+    int64_t width; /* of the W-padded blocked source: every tap of every destination column lies inside */
+    nconv_padding_mode mode;
+} rowconv;
 
-typedef struct gsizes {
-    size_t x, y, acc, zero;
-} gsizes;
-
-static size_t sizes(const nconv_core *c, gsizes *s) {
-    const int64_t q = c->C / c->G;
-    s->x = sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * padded_width(c) * c->C);
-    s->y = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C);
-    s->acc = sizeof(float) * (size_t)(c->C * nconv__core_kernel_spatial(c) * q); /* [block][t][o][8] */
-    s->zero = sizeof(float) * VL;
-    return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->acc) + nconv__ws_round(s->zero);
+static void row_geometry(const nconv_core *c, nconv_direction dir, rowconv *r) {
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    for (int a = 0; a < 3; a++) {
+        r->src[a] = bwd_d ? c->out[a] : c->in[a];
+        r->dst[a] = bwd_d ? c->in[a] : c->out[a];
+        r->st[a] = bwd_d ? 1 : c->s[a];
+        r->dl[a] = c->d[a];
+        r->lo[a] = bwd_d ? (c->k[a] - 1) * c->d[a] - c->pb[a] : c->pb[a];
+    }
+    r->width = (r->dst[2] - 1) * r->st[2] + (c->k[2] - 1) * r->dl[2] + 1;
+    r->mode = bwd_d ? NCONV_PAD_ZEROS : c->mode;
 }
 
-static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    (void)dir, (void)threads;
+typedef struct gsizes {
+    size_t x, y, acc, zero, init;
+} gsizes;
+
+/* x: the blocked padded source; y: bwd_w's blocked dy, or the NHWC output; acc: bwd_w's sums, or the packed weights. */
+static size_t sizes(const nconv_core *c, nconv_direction dir, gsizes *s) {
+    const int64_t q = c->C / c->G;
+    rowconv r;
+    row_geometry(c, dir, &r);
+    s->x = sizeof(float) * (size_t)(c->N * r.src[0] * r.src[1] * r.width * c->C);
+    s->y = sizeof(float) * (size_t)(c->N * r.dst[0] * r.dst[1] * r.dst[2] * c->C);
+    s->acc = sizeof(float) * (size_t)(c->C * nconv__core_kernel_spatial(c) * q); /* [block][t][j][8] */
+    s->zero = sizeof(float) * (size_t)(r.width * VL);
+    s->init = sizeof(float) * (size_t)c->C;
+    return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->acc) + nconv__ws_round(s->zero) +
+           nconv__ws_round(s->init);
+}
+
+static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads) { /* see grouped_run, rows_run */
     gsizes s;
-    return sizes(c, &s);
+    size_t own = sizes(c, dir, &s);
+    if (dir != NCONV_DIR_BWD_W) own += nconv__ws_round(sizeof(float *) * (size_t)(nconv__core_kernel_spatial(c) * threads));
+    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
 typedef struct gctx {
@@ -176,20 +207,109 @@ static void grouped_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* ---------------------------------------------------------- fwd, bwd_d */
+
+/* Output rows (n, u0, u1) x channel blocks per thread: each a gfwd run over the row's pixels. */
+typedef struct fctx {
+    const nconv_core *c;
+    const nconv_kernels *k;
+    const rowconv *r;
+    const float *src, *wp, *init, *zero; /* src blocked [block][n][s0][s1][width][8]; wp [block][t][j][8] */
+    float *dst;                          /* NHWC */
+    int relu;
+    const float **taps;                  /* per thread: KS pointers */
+    int64_t ks;
+} fctx;
+
+static void rows_task(void *arg, int tid, int nthreads) {
+    const fctx *fc = arg;
+    const nconv_core *c = fc->c;
+    const rowconv *r = fc->r;
+    const int64_t C = c->C, q = C / c->G, blocks = C / VL, KS = fc->ks;
+    const int64_t rows = c->N * r->dst[0] * r->dst[1], srows = c->N * r->src[0] * r->src[1];
+    const float **taps = fc->taps + (size_t)tid * (size_t)KS;
+    int64_t u0, u1;
+    nconv__split(rows * blocks, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t row = u / blocks, b = u % blocks;
+        const int64_t n = row / (r->dst[0] * r->dst[1]), d0 = (row / r->dst[1]) % r->dst[0], d1 = row % r->dst[1];
+        for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++) {
+            const int64_t s0 = nconv__map_index(d0 * r->st[0] + k0 * r->dl[0] - r->lo[0], r->src[0], r->mode);
+            for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
+                const int64_t s1 = nconv__map_index(d1 * r->st[1] + k1 * r->dl[1] - r->lo[1], r->src[1], r->mode);
+                const float *srow = s0 < 0 || s1 < 0 ? NULL
+                                                     : fc->src + (b * srows + (n * r->src[0] + s0) * r->src[1] + s1) * r->width * VL;
+                for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) taps[t] = srow ? srow + k2 * r->dl[2] * VL : fc->zero;
+            }
+        }
+        fc->k->gfwd(r->dst[2], q, KS, taps, r->st[2] * VL, fc->wp + b * KS * q * VL, fc->init ? fc->init + b * VL : NULL,
+                    fc->dst + row * r->dst[2] * C + b * VL, C, fc->relu);
+    }
+}
+
+static nconv_status rows_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    const int fwd = e->dir == NCONV_DIR_FWD;
+    /* bwd_d reads zero taps past dy's edges: with a non-finite weight that would make NaN where
+     * PyTorch computes no product (gemm's scatter drops those taps). */
+    if (!fwd && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
+    gsizes s;
+    sizes(c, e->dir, &s);
+    rowconv r;
+    row_geometry(c, e->dir, &r);
+    const int64_t KS = nconv__core_kernel_spatial(c), q = c->C / c->G;
+    float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
+    float *wp = nconv__arena_take(e->ws, s.acc), *zero = nconv__arena_take(e->ws, s.zero);
+    float *init = nconv__arena_take(e->ws, s.init);
+    const float **taps = nconv__arena_take(e->ws, sizeof(float *) * (size_t)(KS * e->threads));
+    if (!xb || !yb || !wp || !zero || !init || !taps)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm grouped");
+    memset(zero, 0, s.zero);
+    /* wp[b][t][j][l]: lane l is channel ch = b * 8 + l of the output (fwd: o = ch % q, j the
+     * input channel; bwd_d: i = ch % q, j the output channel, taps flipped). */
+    const nconv_view *w = e->w;
+    for (int64_t ch = 0; ch < c->C; ch++)
+        for (int64_t t = 0; t < KS; t++) {
+            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+            const int64_t tw = fwd ? t : ((c->k[0] - 1 - k0) * c->k[1] + (c->k[1] - 1 - k1)) * c->k[2] + (c->k[2] - 1 - k2);
+            const int64_t toff = (tw / (c->k[1] * c->k[2])) * w->stride[2] + ((tw / c->k[2]) % c->k[1]) * w->stride[3] +
+                                 (tw % c->k[2]) * w->stride[4];
+            for (int64_t j = 0; j < q; j++) {
+                const int64_t o = fwd ? ch : (ch / q) * q + j, i = fwd ? j : ch % q;
+                wp[((ch / VL * KS + t) * q + j) * VL + ch % VL] =
+                    (float)nconv__load(w->data, w->dt, o * w->stride[0] + i * w->stride[1] + toff);
+            }
+        }
+    const nconv_view *in = fwd ? e->x : e->y, *out = fwd ? e->y : e->x;
+    block_ctx bc = {c, in, xb, r.width, r.lo[2], r.mode};
+    nconv__parallel(e, block_task, &bc);
+    int fuse;
+    float *dst = nconv__nxc_output(out, e->epi, yb, &fuse);
+    nconv__epi_init(fuse ? e->epi : NULL, init, c->C);
+    fctx fc = {c, nconv__kernels(), &r, xb, wp, init, zero, dst, fuse && e->epi && e->epi->relu, taps, KS};
+    nconv__parallel(e, rows_task, &fc);
+    if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
+    return NCONV_OK;
+}
+
+/* ---------------------------------------------------------------- bwd_w */
+
 static nconv_status grouped_run(const nconv_exec *e) {
+    if (e->dir != NCONV_DIR_BWD_W) return rows_run(e);
     const nconv_core *c = e->c;
     gsizes s;
-    sizes(c, &s);
+    sizes(c, e->dir, &s);
+    rowconv r;
+    row_geometry(c, e->dir, &r);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     float *acc = nconv__arena_take(e->ws, s.acc), *zero = nconv__arena_take(e->ws, s.zero);
     if (!xb || !yb || !acc || !zero) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm grouped");
     memset(zero, 0, s.zero);
-    const int64_t iwp = padded_width(c);
-    block_ctx bx = {c, e->x, xb, iwp, c->pb[2], c->mode};
+    block_ctx bx = {c, e->x, xb, r.width, c->pb[2], c->mode};
     nconv__parallel(e, block_task, &bx);
     block_ctx by = {c, e->y, yb, c->out[2], 0, NCONV_PAD_ZEROS};
     nconv__parallel(e, block_task, &by);
-    gctx gc = {c, nconv__kernels(), xb, yb, zero, iwp, acc, e->w};
+    gctx gc = {c, nconv__kernels(), xb, yb, zero, r.width, acc, e->w};
     nconv__parallel(e, grouped_task, &gc);
     return NCONV_OK;
 }

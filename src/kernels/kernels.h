@@ -71,6 +71,15 @@ typedef void (*nconv_f32_dwdot_fn)(int64_t rows, int64_t n, int64_t ks, const fl
 typedef void (*nconv_f32_gbw_fn)(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy,
                                  int64_t dys, const float *const *x, int64_t xs, float *acc, int64_t ats);
 
+/*
+ * Forward (and stride-1 backward-data) of small groups, 8 channels (8 / q
+ * groups) per call, over n pixels: for l < 8, i < n,
+ *   dst[i * ds + l] = act(init[l] (or 0) + sum_{t < ks, j < q} w[(t * q + j) * 8 + l] * src[t][i * ss + (l / q) * q + j])
+ * src[t] points at tap t's 8 channels for pixel 0; taps share the pixel
+ * stride ss, so a tap of padding points at zeros as long as the run. */
+typedef void (*nconv_f32_gfwd_fn)(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss,
+                                  const float *w, const float *init, float *dst, int64_t ds, int relu);
+
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
 typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
@@ -84,6 +93,8 @@ void nconv_f32_dwdot__generic(int64_t rows, int64_t n, int64_t ks, const float *
                               const float *const *src, int64_t src_pitch, float *acc);
 void nconv_f32_gbw__generic(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
                             const float *const *x, int64_t xs, float *acc, int64_t ats);
+void nconv_f32_gfwd__generic(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
+                             const float *init, float *dst, int64_t ds, int relu);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
@@ -102,6 +113,8 @@ void nconv_f32_dwdot__avx2(int64_t rows, int64_t n, int64_t ks, const float *a, 
                            const float *const *src, int64_t src_pitch, float *acc);
 void nconv_f32_gbw__avx2(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
                          const float *const *x, int64_t xs, float *acc, int64_t ats);
+void nconv_f32_gfwd__avx2(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
+                          const float *init, float *dst, int64_t ds, int relu);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
@@ -127,6 +140,7 @@ typedef struct nconv_kernels {
     nconv_f32_dwrow_fn dwrow;
     nconv_f32_dwdot_fn dwdot;
     nconv_f32_gbw_fn gbw;
+    nconv_f32_gfwd_fn gfwd;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };
