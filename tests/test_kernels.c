@@ -16,14 +16,15 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
         for (int64_t nc = 1; nc <= NCONV_NR; nc += (nc < 3 || nc > 14) ? 1 : 5)
             for (size_t ki = 0; ki < 5; ki++)
                 for (size_t si = 0; si < 4; si++)
-                    for (int mode = 0; mode < 3; mode++) { /* 0 init, 1 accumulate, 2 init + relu */
+                    for (int mode = 0; mode < 4; mode++) { /* 0 init, 1 accumulate, 2 init + relu, 3 as 2 + stream */
                         const int64_t kc = kcs[ki], ks = kss[si];
                         /* Rows start a_off = 2 floats in; tap 1 of row 2 is the zero row. */
                         const int64_t a_off = 2;
                         float *a = malloc(sizeof(float) * (size_t)(NCONV_MR * ks * (kc + a_off)));
                         float *zero = calloc((size_t)kc, sizeof(float));
                         float *w = aligned_alloc(64, sizeof(float) * (size_t)(((ks * kc * NCONV_NR + 15) / 16) * 16 + 16));
-                        float cbuf[NCONV_MR][NCONV_NR + 3], init[NCONV_NR];
+                        _Alignas(32) float cbuf[NCONV_MR][NCONV_NR + 8]; /* rows 32-byte aligned (streamed stores) */
+                        float init[NCONV_NR];
                         double ref[NCONV_MR][NCONV_NR];
                         const float *rows[9 * NCONV_MR];
                         float *crow[NCONV_MR];
@@ -37,7 +38,7 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                     t == 1 && r == 2 ? zero : a + ((r < mr ? r : 0) * ks + t) * (kc + a_off);
                         for (int64_t r = 0; r < NCONV_MR; r++) {
                             crow[r] = cbuf[r];
-                            for (int64_t j = 0; j < NCONV_NR + 3; j++) cbuf[r][j] = mode == 1 ? (float)(r - j) : NAN;
+                            for (int64_t j = 0; j < NCONV_NR + 8; j++) cbuf[r][j] = mode == 1 ? (float)(r - j) : NAN;
                         }
                         for (int64_t r = 0; r < mr; r++)
                             for (int64_t j = 0; j < nc; j++) {
@@ -46,13 +47,14 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                     for (int64_t kk = 0; kk < kc; kk++)
                                         acc += (rows[t * NCONV_MR + r] == zero ? 0.0 : (double)rows[t * NCONV_MR + r][a_off + kk]) *
                                                w[(t * kc + kk) * NCONV_NR + j];
-                                ref[r][j] = mode == 2 && acc < 0 ? 0 : acc;
+                                ref[r][j] = mode >= 2 && acc < 0 ? 0 : acc;
                             }
-                        k->igemm(mr, nc, kc, ks, rows, a_off, zero, w, crow, mode == 1 ? NULL : init, mode == 2);
+                        k->igemm(mr, nc, kc, ks, rows, a_off, zero, w, crow, mode == 1 ? NULL : init,
+                                 (mode >= 2 ? NCONV_IGEMM_RELU : 0) | (mode == 3 ? NCONV_IGEMM_STREAM : 0));
                         double worst = 0;
                         int untouched = 1;
                         for (int64_t r = 0; r < NCONV_MR; r++)
-                            for (int64_t j = 0; j < NCONV_NR + 3; j++) {
+                            for (int64_t j = 0; j < NCONV_NR + 8; j++) {
                                 if (r < mr && j < nc) {
                                     double e = fabs(cbuf[r][j] - ref[r][j]);
                                     if (!(e <= worst)) worst = e;

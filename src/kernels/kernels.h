@@ -18,14 +18,18 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
  * Indirect GEMM, up to 6 rows x 16 columns (mr <= 6, nc <= 16):
  *   C[r][j] = init[j] (or C[r][j] when init is NULL)
  *             + sum_{t < ks, k < kc} A(t, r)[k] * w[(t * kc + k) * 16 + j]
- * then max(., 0) when relu, where A(t, r) = a[t * 6 + r] + a_off, except
- * that a pointer equal to `zero` (kc zeros) is not offset. Rows >= mr must
- * still point at readable memory; w is packed, 32-byte aligned, with
+ * then max(., 0) with NCONV_IGEMM_RELU, where A(t, r) = a[t * 6 + r] + a_off,
+ * except that a pointer equal to `zero` (kc zeros) is not offset. Rows >= mr
+ * must still point at readable memory; w is packed, 32-byte aligned, with
  * columns >= nc zero; c holds mr row pointers, columns < nc are written.
+ * NCONV_IGEMM_STREAM: rows of 16 columns may be written with non-temporal
+ * stores (rows 32-byte aligned; the caller fences before the data is read
+ * on another thread).
  */
+enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2 };
 typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
-                                   const float *init, int relu);
+                                   const float *init, int flags);
 
 /*
  * GEMM with indirect B rows, up to 6 x 16:
@@ -98,7 +102,7 @@ void nconv_f32_gfwd__generic(int64_t n, int64_t q, int64_t ks, const float *cons
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
-                                   const float *init, int relu);
+                                   const float *init, int flags);
 void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -122,7 +126,7 @@ void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const floa
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
-                                int relu);
+                                int flags);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1 } nconv_isa;

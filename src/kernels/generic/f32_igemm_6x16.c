@@ -3,7 +3,8 @@
 
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
-                                   const float *init, int relu) {
+                                   const float *init, int flags) {
+    const int relu = flags & NCONV_IGEMM_RELU; /* plain stores only: NCONV_IGEMM_STREAM is a hint */
     float acc[6][16];
     for (int64_t r = 0; r < 6; r++)
         for (int64_t j = 0; j < 16; j++) acc[r][j] = init ? init[j] : (r < mr && j < nc ? c[r][j] : 0.0f);

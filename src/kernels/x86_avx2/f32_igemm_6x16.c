@@ -9,7 +9,7 @@
 
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
-                                int relu) {
+                                int flags) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     if (init) {
         c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init);
@@ -47,14 +47,21 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
             c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);
         }
     }
-    if (relu) { /* max(0, c) returns c when c is NaN: NaN propagates as in torch.relu */
+    if (flags & NCONV_IGEMM_RELU) { /* max(0, c) returns c when c is NaN: NaN propagates as in torch.relu */
         const __m256 z = _mm256_setzero_ps();
         c00 = _mm256_max_ps(z, c00), c01 = _mm256_max_ps(z, c01), c10 = _mm256_max_ps(z, c10);
         c11 = _mm256_max_ps(z, c11), c20 = _mm256_max_ps(z, c20), c21 = _mm256_max_ps(z, c21);
         c30 = _mm256_max_ps(z, c30), c31 = _mm256_max_ps(z, c31), c40 = _mm256_max_ps(z, c40);
         c41 = _mm256_max_ps(z, c41), c50 = _mm256_max_ps(z, c50), c51 = _mm256_max_ps(z, c51);
     }
-    if (nc == 16) {
+    if (nc == 16 && (flags & NCONV_IGEMM_STREAM)) { /* outputs of megabytes: no read for ownership, no cache pollution */
+        _mm256_stream_ps(c[0], c00), _mm256_stream_ps(c[0] + 8, c01);
+        if (mr > 1) _mm256_stream_ps(c[1], c10), _mm256_stream_ps(c[1] + 8, c11);
+        if (mr > 2) _mm256_stream_ps(c[2], c20), _mm256_stream_ps(c[2] + 8, c21);
+        if (mr > 3) _mm256_stream_ps(c[3], c30), _mm256_stream_ps(c[3] + 8, c31);
+        if (mr > 4) _mm256_stream_ps(c[4], c40), _mm256_stream_ps(c[4] + 8, c41);
+        if (mr > 5) _mm256_stream_ps(c[5], c50), _mm256_stream_ps(c[5] + 8, c51);
+    } else if (nc == 16) {
         _mm256_storeu_ps(c[0], c00), _mm256_storeu_ps(c[0] + 8, c01);
         if (mr > 1) _mm256_storeu_ps(c[1], c10), _mm256_storeu_ps(c[1] + 8, c11);
         if (mr > 2) _mm256_storeu_ps(c[2], c20), _mm256_storeu_ps(c[2] + 8, c21);
