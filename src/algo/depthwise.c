@@ -227,6 +227,14 @@ static inline double view_at(const nconv_view *v, int64_t n, int64_t ch, int64_t
                                            k * v->stride[4]);
 }
 
+/* Short runs (a plane row): fixed-size pieces the compiler inlines, where a loop became a
+ * call to memmove that cost more than the copy. */
+static inline void copy_run(float *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8 * sizeof(float));
+    for (; i < n; i++) dst[i] = src[i];
+}
+
 /* The padded volume of channel ch of image n: vol[phase][i][j][q] holds
  * padded coordinate (i, j, q * ph + phase). wmap: the input column of each
  * padded column (-1: zero), the same for every row. */
@@ -255,9 +263,10 @@ static void fill_volume(const plane_ctx *pc, int64_t n, int64_t ch, float *vol, 
                 continue;
             }
             const float *src = (const float *)v->data + off;
-            if (ph == 1) { /* the columns that read the row in order are one copy */
+            if (ph == 1) { /* the columns that read the row in order are one copy (a loop: rows are short,
+                            * and a call to memcpy per row cost more than the copy) */
                 for (int64_t q = 0; q < run_lo; q++) row[q] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
-                if (run_hi > run_lo) memcpy(row + run_lo, src + wmap[run_lo], sizeof(float) * (size_t)(run_hi - run_lo));
+                if (run_hi > run_lo) copy_run(row + run_lo, src + wmap[run_lo], run_hi - run_lo);
                 for (int64_t q = run_hi; q < P2; q++) row[q] = wmap[q] < 0 ? 0.0f : src[wmap[q]];
                 continue;
             }
@@ -364,7 +373,8 @@ static void plane_task(void *arg, int tid, int nthreads) {
                 }
             }
             for (int64_t t = 0; t < KS; t++) {
-                nconv__store1(w->data, w->dt, w_offset(c, w, ch, t), wt[t]);
+                if (w->dt == NCONV_F32) ((float *)w->data)[w_offset(c, w, ch, t)] = wt[t];
+                else nconv__store1(w->data, w->dt, w_offset(c, w, ch, t), wt[t]);
             }
         }
         return;

@@ -15,7 +15,10 @@ int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *s
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= shape[i];
     const int64_t total = batch * numel;
-    h->buf = malloc(nconv_dtype_size(dt) * (size_t)(total > 0 ? total : 1));
+    /* 64-byte aligned, as PyTorch's CPU allocator and oneDNN's own buffers are (glibc's malloc
+     * gives 16 bytes, which denies the kernels' aligned non-temporal stores). */
+    const size_t bytes = nconv_dtype_size(dt) * (size_t)(total > 0 ? total : 1);
+    h->buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!h->buf) return -1;
     nconv_tensor_init(&h->t, h->buf, rank, shape, layout);
     h->batch_stride = numel;
