@@ -3,7 +3,8 @@
  *   transposed A, accumulate on and off (off: C starts as NaN, never read);
  * - every 6 x 16 kernel of every ISA in the registry (skipped, and said so,
  *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
- *   1, 2, primes; init (C starts as NaN) or accumulate; relu;
+ *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
+ *   stores; the plane-store variant;
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels). */
 #include "test_util.h"
@@ -66,6 +67,26 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                               k->name, (long long)mr, (long long)nc, (long long)kc, (long long)ks, mode, worst);
                         CHECK(untouched, "%s igemm wrote outside mr x nc (mr %lld nc %lld)", k->name, (long long)mr,
                               (long long)nc);
+                        if (mr == NCONV_MR && mode != 1) { /* the plane-store kernel: C^T with channel stride 9 */
+                            float pl[NCONV_NR][9];
+                            for (int64_t j = 0; j < NCONV_NR; j++)
+                                for (int64_t r = 0; r < 9; r++) pl[j][r] = NAN;
+                            k->igemm_planes(nc, kc, ks, rows, a_off, zero, w, pl[0], 9, init, mode >= 2 ? NCONV_IGEMM_RELU : 0);
+                            double pworst = 0;
+                            int puntouched = 1;
+                            for (int64_t j = 0; j < NCONV_NR; j++)
+                                for (int64_t r = 0; r < 9; r++) {
+                                    if (j < nc && r < NCONV_MR) {
+                                        const double e = fabs(pl[j][r] - ref[r][j]);
+                                        if (!(e <= pworst)) pworst = e;
+                                    } else if (!isnan(pl[j][r])) {
+                                        puntouched = 0;
+                                    }
+                                }
+                            CHECK(pworst <= 1e-5 * (double)(kc * ks) && puntouched,
+                                  "%s igemm_planes nc %lld kc %lld ks %lld mode %d: err %g, untouched %d", k->name,
+                                  (long long)nc, (long long)kc, (long long)ks, mode, pworst, puntouched);
+                        }
 
                         /* gemm_ib: A packed [kc*ks][6], B rows through pointers, offset 3. */
                         const int64_t K = kc * ks;

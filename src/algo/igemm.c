@@ -223,6 +223,8 @@ typedef struct row_ctx {
     const float *init; /* [G][panels][NR] */
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
+    float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
+    int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
     int64_t njobs, total_blocks;
     char *scratch;
@@ -374,6 +376,24 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
                 const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
                 const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
                 const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
+                if (rc->planes) { /* one reduction block: init is set, this is the last */
+                    const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + p * NR;
+                    float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
+                    if (mr == MR && i0 % rc->S + MR <= rc->S) {
+                        rc->k->igemm_planes(nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, base, rc->pch,
+                                            init, rc->flags);
+                        continue;
+                    }
+                    /* A tile across images, or the last: through a small buffer. */
+                    float tbuf[MR][NR], *tp[MR];
+                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
+                    rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, tp, init, rc->flags);
+                    for (int64_t r = 0; r < mr; r++) {
+                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + ch0 * rc->pch + (i0 + r) % rc->S;
+                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                    }
+                    continue;
+                }
                 float *cp[MR];
                 for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
                 rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init,
@@ -1021,10 +1041,19 @@ static nconv_status igemm_run(const nconv_exec *e) {
         if (!fuse) nconv__scatter_nxc_f32(e, out, dxb, epi);
         return NCONV_OK;
     }
+    /* NCHW f32 outputs with dense planes, of one reduction block (every stride for fwd,
+     * stride 1 for bwd_d: tile rows are then consecutive pixels), are written in place by the
+     * plane-store kernel: no NHWC buffer and no transpose afterwards. */
+    const int64_t *osz = dir == NCONV_DIR_FWD ? c->out : c->in;
+    const int planes = !fuse && out->dt == NCONV_F32 && !(epi && epi->z) && g.kchunk == g.kc &&
+                       (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
+                       (osz[2] == 1 || out->stride[4] == 1) && (osz[1] == 1 || out->stride[3] == osz[2]) &&
+                       (osz[0] == 1 || out->stride[2] == osz[1] * osz[2]);
+    const int in_kernel = fuse || planes; /* bias and relu applied by the kernel */
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
         memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
-        if (fuse && epi && epi->bias) {
+        if (in_kernel && epi && epi->bias) {
             nconv_view gb = *epi->bias;
             gb.data = (char *)gb.data + nconv_dtype_size(gb.dt) * (size_t)(gi * g.rows_cols * gb.stride[0]);
             nconv_epi ge = {&gb, NULL, 1.0, 0};
@@ -1060,14 +1089,15 @@ static nconv_status igemm_run(const nconv_exec *e) {
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
      * kernel call is a short reduction whose stores would outpace the write combining
      * (wav2vec2's first layer: 35% slower). */
-    const int stream = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C)) * sizeof(float) >= (4u << 20) &&
+    const int stream = !planes && (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C)) * sizeof(float) >= (4u << 20) &&
                        g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 && (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 &&
                        (uintptr_t)dst % 32 == 0;
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
-                  (fuse && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | (stream ? NCONV_IGEMM_STREAM : 0), jobs, njobs, total,
-                  scratch, nconv__ws_round(s.scratch)};
+                  (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | (stream ? NCONV_IGEMM_STREAM : 0),
+                  planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
+                  jobs, njobs, total, scratch, nconv__ws_round(s.scratch)};
     nconv__parallel(e, row_task, &rc);
-    if (!fuse) nconv__scatter_nxc_f32(e, out, dst, epi);
+    if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
 }
 

@@ -32,6 +32,16 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
                                    const float *init, int flags);
 
 /*
+ * The same reduction for a whole tile of 6 rows, stored to planes: row r,
+ * column j < nc goes to c[j * ldc + r] (6 consecutive pixels of channel j's
+ * plane: NCHW output without a layout change). init is required (no
+ * accumulation); NCONV_IGEMM_RELU applies.
+ */
+typedef void (*nconv_f32_igemm_planes_fn)(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
+                                          int flags);
+
+/*
  * GEMM with indirect B rows, up to 6 x 16:
  *   C[r][j] (+)= sum_{k < kc} a[k * 6 + r] * b[k][boff + j]       (r < mr, j < nc)
  * Only columns < nc of each B row are read; with accumulate == 0, C is not read.
@@ -99,6 +109,9 @@ void nconv_f32_gbw__generic(int64_t n, int64_t q, int64_t o0, int64_t no, int64_
                             const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_gfwd__generic(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
                              const float *init, float *dst, int64_t ds, int relu);
+void nconv_f32_igemm_6x16_planes__generic(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
+                                          int flags);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
@@ -119,6 +132,9 @@ void nconv_f32_gbw__avx2(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t n
                          const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_gfwd__avx2(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
                           const float *init, float *dst, int64_t ds, int relu);
+void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                       const float *zero, const float *w, float *c, int64_t ldc, const float *init,
+                                       int flags);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
@@ -136,6 +152,7 @@ typedef struct nconv_kernels {
     nconv_isa isa;
     const char *name;
     nconv_f32_igemm_fn igemm;
+    nconv_f32_igemm_planes_fn igemm_planes;
     nconv_f32_gemm_ib_fn gemm_ib;
     nconv_f32_gemm_fn gemm;
     nconv_f32_transpose_fn transpose;

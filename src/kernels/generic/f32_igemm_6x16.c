@@ -17,3 +17,14 @@ void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t k
     for (int64_t r = 0; r < mr; r++)
         for (int64_t j = 0; j < nc; j++) c[r][j] = relu && acc[r][j] < 0 ? 0.0f : acc[r][j]; /* NaN stays NaN */
 }
+
+void nconv_f32_igemm_6x16_planes__generic(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
+                                          int flags) {
+    float tile[6][16];
+    float *rows[6];
+    for (int r = 0; r < 6; r++) rows[r] = tile[r];
+    nconv_f32_igemm_6x16__generic(6, nc, kc, ks, a, a_off, zero, w, rows, init, flags & NCONV_IGEMM_RELU);
+    for (int64_t j = 0; j < nc; j++)
+        for (int r = 0; r < 6; r++) c[j * ldc + r] = tile[r][j];
+}

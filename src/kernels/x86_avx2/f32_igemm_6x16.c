@@ -7,6 +7,40 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
+/* The reduction into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1), and relu:
+ * shared by the row-store and plane-store kernels. */
+#define IGEMM_REDUCE() \
+    for (int64_t t = 0; t < ks; t++, a += 6) {                                                           \
+        /* rows start a_off channels in (a reduction block); the zero row stays */                       \
+        const float *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;  \
+        const float *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;  \
+        const float *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;  \
+        for (int64_t k = 0; k < kc; k++, w += 16) {                                                      \
+            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);                             \
+            __m256 v = _mm256_broadcast_ss(a0 + k);                                                      \
+            c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);                        \
+            v = _mm256_broadcast_ss(a1 + k);                                                             \
+            c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);                        \
+            v = _mm256_broadcast_ss(a2 + k);                                                             \
+            c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);                        \
+            v = _mm256_broadcast_ss(a3 + k);                                                             \
+            c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);                        \
+            v = _mm256_broadcast_ss(a4 + k);                                                             \
+            c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);                        \
+            v = _mm256_broadcast_ss(a5 + k);                                                             \
+            c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);                        \
+        }                                                                                                \
+    }
+
+#define IGEMM_RELU() \
+    if (flags & NCONV_IGEMM_RELU) { /* max(0, c) keeps NaN, as torch.relu */                    \
+        const __m256 z = _mm256_setzero_ps();                                                   \
+        c00 = _mm256_max_ps(z, c00), c01 = _mm256_max_ps(z, c01), c10 = _mm256_max_ps(z, c10);  \
+        c11 = _mm256_max_ps(z, c11), c20 = _mm256_max_ps(z, c20), c21 = _mm256_max_ps(z, c21);  \
+        c30 = _mm256_max_ps(z, c30), c31 = _mm256_max_ps(z, c31), c40 = _mm256_max_ps(z, c40);  \
+        c41 = _mm256_max_ps(z, c41), c50 = _mm256_max_ps(z, c50), c51 = _mm256_max_ps(z, c51);  \
+    }
+
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags) {
@@ -26,34 +60,8 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
         c40 = _mm256_maskload_ps(r4, m0), c41 = _mm256_maskload_ps(r4 + 8, m1);
         c50 = _mm256_maskload_ps(r5, m0), c51 = _mm256_maskload_ps(r5 + 8, m1);
     }
-    for (int64_t t = 0; t < ks; t++, a += 6) {
-        /* Rows start a_off channels in (a block of the reduction); the zero row does not move. */
-        const float *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;
-        const float *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;
-        const float *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;
-        for (int64_t k = 0; k < kc; k++, w += 16) {
-            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);
-            __m256 v = _mm256_broadcast_ss(a0 + k);
-            c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);
-            v = _mm256_broadcast_ss(a1 + k);
-            c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);
-            v = _mm256_broadcast_ss(a2 + k);
-            c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);
-            v = _mm256_broadcast_ss(a3 + k);
-            c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);
-            v = _mm256_broadcast_ss(a4 + k);
-            c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);
-            v = _mm256_broadcast_ss(a5 + k);
-            c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);
-        }
-    }
-    if (flags & NCONV_IGEMM_RELU) { /* max(0, c) returns c when c is NaN: NaN propagates as in torch.relu */
-        const __m256 z = _mm256_setzero_ps();
-        c00 = _mm256_max_ps(z, c00), c01 = _mm256_max_ps(z, c01), c10 = _mm256_max_ps(z, c10);
-        c11 = _mm256_max_ps(z, c11), c20 = _mm256_max_ps(z, c20), c21 = _mm256_max_ps(z, c21);
-        c30 = _mm256_max_ps(z, c30), c31 = _mm256_max_ps(z, c31), c40 = _mm256_max_ps(z, c40);
-        c41 = _mm256_max_ps(z, c41), c50 = _mm256_max_ps(z, c50), c51 = _mm256_max_ps(z, c51);
-    }
+    IGEMM_REDUCE();
+    IGEMM_RELU();
     if (nc == 16 && (flags & NCONV_IGEMM_STREAM)) { /* outputs of megabytes: no read for ownership, no cache pollution */
         _mm256_stream_ps(c[0], c00), _mm256_stream_ps(c[0] + 8, c01);
         if (mr > 1) _mm256_stream_ps(c[1], c10), _mm256_stream_ps(c[1] + 8, c11);
@@ -77,4 +85,36 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
         if (mr > 4) _mm256_maskstore_ps(c[4], m0, c40), _mm256_maskstore_ps(c[4] + 8, m1, c41);
         if (mr > 5) _mm256_maskstore_ps(c[5], m0, c50), _mm256_maskstore_ps(c[5] + 8, m1, c51);
     }
+}
+
+/* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */
+static inline void store_planes(float *c, int64_t ldc, int64_t nc, __m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4,
+                                __m256 r5) {
+    const __m256 z = _mm256_setzero_ps();
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    /* s_k: pixels 0-3 of channels k (low half) and k + 4 (high half); u_k: pixels 4, 5 of them */
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u0 = _mm256_shuffle_ps(t4, z, 0x44), u1 = _mm256_shuffle_ps(t4, z, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t5, z, 0x44), u3 = _mm256_shuffle_ps(t5, z, 0xee);
+    const __m256 s[4] = {s0, s1, s2, s3}, u[4] = {u0, u1, u2, u3};
+    for (int j = 0; j < 8 && j < nc; j++) {
+        const __m128 lo = j < 4 ? _mm256_castps256_ps128(s[j]) : _mm256_extractf128_ps(s[j - 4], 1);
+        const __m128 hi = j < 4 ? _mm256_castps256_ps128(u[j]) : _mm256_extractf128_ps(u[j - 4], 1);
+        _mm_storeu_ps(c + j * ldc, lo);
+        _mm_storel_pi((__m64 *)(c + j * ldc + 4), hi);
+    }
+}
+
+void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                       const float *zero, const float *w, float *c, int64_t ldc, const float *init,
+                                       int flags) {
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init);
+    c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + 8);
+    IGEMM_REDUCE();
+    IGEMM_RELU();
+    store_planes(c, ldc, nc, c00, c10, c20, c30, c40, c50);
+    if (nc > 8) store_planes(c + 8 * ldc, ldc, nc - 8, c01, c11, c21, c31, c41, c51);
 }
