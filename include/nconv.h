@@ -214,9 +214,10 @@ NCONV_API nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, 
 /** A context: thread count (default 1), determinism (default on), algorithm
  *  policy (default heuristic) and the plan cache. With threads > 1 it keeps
  *  threads - 1 worker threads, started by nconv_context_set_threads and
- *  joined by nconv_context_destroy; they sleep between calls. One call at a
- *  time runs on them: concurrent calls on the same context start their own
- *  threads for the call, as does a call in a fork() child. */
+ *  joined by nconv_context_destroy; between calls they spin for 200 us,
+ *  then sleep. One call at a time runs on them: concurrent calls on the same
+ *  context start their own threads for the call, as does a call in a fork()
+ *  child. */
 NCONV_API nconv_status nconv_context_create(nconv_context **ctx);
 NCONV_API nconv_status nconv_context_destroy(nconv_context *ctx);
 NCONV_API nconv_status nconv_context_set_threads(nconv_context *ctx, int threads);
