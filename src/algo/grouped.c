@@ -11,15 +11,15 @@
  * A GEMM per group would be q x q: a 6 x 16 tile would be mostly padding
  * (igemm runs ResNeXt's groups at 2-5% of peak). Here channels are the
  * vector dimension, 8 / q groups per register, and a vector of the other
- * operand is spread over its groups' lanes (an in-lane permute) once per
- * group channel: in bwd_w one dy vector serves every tap (gbw micro-kernel),
+ * operand is spread over its groups' lanes (an in-lane permute; a broadcast
+ * for q = 8) once per group channel: in bwd_w one dy vector serves every tap (gbw micro-kernel),
  * in fwd and bwd_d one weight vector serves four pixels (gfwd). The input
  * operands are first copied into 8-channel blocks ([block][n][spatial][8],
  * padded along W so a run of output columns reads every tap with one
  * stride): channels-last rows are C floats apart, 4 KiB for per-sample
  * problems, and a run of them folds onto one L1 set. Threads own blocks
- * (bwd_w: summing every pixel in order) or output rows, so results do not
- * depend on the thread count.
+ * (bwd_w: summing every pixel in order) or (output row, block) pairs, so
+ * results do not depend on the thread count.
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
