@@ -226,7 +226,7 @@ typedef struct row_ctx {
     float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
-    int64_t njobs, total_blocks;
+    int64_t njobs, total_cost; /* sum of block_cost over every block */
     char *scratch;
     size_t scratch_stride;
 } row_ctx;
@@ -402,18 +402,19 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     }
 }
 
+/* The work of a row block: per row a reduction of ks * kc, and the store, counted as 16. */
+static int64_t block_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
+
 /* The first global block of thread tid: blocks are shared out by their work
  * (bwd_d's residue classes differ: 4, 2, 2 and 1 taps for a 3x3 kernel at
- * stride 2, none for three of the four of a 1x1 at stride 2), not by count:
- * per row a reduction of ks * kc, and the store, counted as 16. Each block is
- * computed whole by one thread. */
+ * stride 2, none for three of the four of a 1x1 at stride 2), not by count.
+ * Each block is computed whole by one thread. */
 static int64_t first_block(const row_ctx *rc, int tid, int nthreads) {
-    int64_t total = 0;
-    for (int64_t j = 0; j < rc->njobs; j++) total += rc->jobs[j].blocks * (rc->jobs[j].ks * rc->g.kc + 16);
+    const int64_t total = rc->total_cost;
     const int64_t target = total / nthreads * tid + total % nthreads * tid / nthreads;
     int64_t b = 0, cost = 0;
     for (int64_t j = 0; j < rc->njobs; j++) {
-        const int64_t per = rc->jobs[j].ks * rc->g.kc + 16, blocks = rc->jobs[j].blocks;
+        const int64_t per = block_cost(&rc->jobs[j], &rc->g), blocks = rc->jobs[j].blocks;
         if (cost + blocks * per >= target) return b + (target - cost + per - 1) / per;
         cost += blocks * per, b += blocks;
     }
@@ -1084,7 +1085,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
             return nconv_algo_gemm.run(e);
         }
     int64_t total = 0;
-    for (int64_t i = 0; i < njobs; i++) total += jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+    for (int64_t i = 0; i < njobs; i++) {
+        jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+        total += jobs[i].blocks * block_cost(&jobs[i], &g);
+    }
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
      * kernel call is a short reduction whose stores would outpace the write combining
