@@ -62,20 +62,19 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
     }
     IGEMM_REDUCE();
     IGEMM_RELU();
+#define STORE_ROWS(st)                                                   \
+    do {                                                                 \
+        st(c[0], c00), st(c[0] + 8, c01);                                \
+        if (mr > 1) st(c[1], c10), st(c[1] + 8, c11);                    \
+        if (mr > 2) st(c[2], c20), st(c[2] + 8, c21);                    \
+        if (mr > 3) st(c[3], c30), st(c[3] + 8, c31);                    \
+        if (mr > 4) st(c[4], c40), st(c[4] + 8, c41);                    \
+        if (mr > 5) st(c[5], c50), st(c[5] + 8, c51);                    \
+    } while (0)
     if (nc == 16 && (flags & NCONV_IGEMM_STREAM)) { /* outputs of megabytes: no read for ownership, no cache pollution */
-        _mm256_stream_ps(c[0], c00), _mm256_stream_ps(c[0] + 8, c01);
-        if (mr > 1) _mm256_stream_ps(c[1], c10), _mm256_stream_ps(c[1] + 8, c11);
-        if (mr > 2) _mm256_stream_ps(c[2], c20), _mm256_stream_ps(c[2] + 8, c21);
-        if (mr > 3) _mm256_stream_ps(c[3], c30), _mm256_stream_ps(c[3] + 8, c31);
-        if (mr > 4) _mm256_stream_ps(c[4], c40), _mm256_stream_ps(c[4] + 8, c41);
-        if (mr > 5) _mm256_stream_ps(c[5], c50), _mm256_stream_ps(c[5] + 8, c51);
+        STORE_ROWS(_mm256_stream_ps);
     } else if (nc == 16) {
-        _mm256_storeu_ps(c[0], c00), _mm256_storeu_ps(c[0] + 8, c01);
-        if (mr > 1) _mm256_storeu_ps(c[1], c10), _mm256_storeu_ps(c[1] + 8, c11);
-        if (mr > 2) _mm256_storeu_ps(c[2], c20), _mm256_storeu_ps(c[2] + 8, c21);
-        if (mr > 3) _mm256_storeu_ps(c[3], c30), _mm256_storeu_ps(c[3] + 8, c31);
-        if (mr > 4) _mm256_storeu_ps(c[4], c40), _mm256_storeu_ps(c[4] + 8, c41);
-        if (mr > 5) _mm256_storeu_ps(c[5], c50), _mm256_storeu_ps(c[5] + 8, c51);
+        STORE_ROWS(_mm256_storeu_ps);
     } else {
         const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
         _mm256_maskstore_ps(c[0], m0, c00), _mm256_maskstore_ps(c[0] + 8, m1, c01);
@@ -85,6 +84,7 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
         if (mr > 4) _mm256_maskstore_ps(c[4], m0, c40), _mm256_maskstore_ps(c[4] + 8, m1, c41);
         if (mr > 5) _mm256_maskstore_ps(c[5], m0, c50), _mm256_maskstore_ps(c[5] + 8, m1, c51);
     }
+#undef STORE_ROWS
 }
 
 /* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */
