@@ -82,6 +82,7 @@ typedef struct geo {
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
     int64_t iw_pad;    /* width of the W-padded copy */
+    int pointwise;     /* 1x1, stride 1, no padding: row i of A and of C is pixel i (no tap arithmetic) */
     int dcols;         /* bwd_d with thin input channels: column GEMM + scatter-add (see bwd_d_cols) */
     int64_t col_rows;  /* dcols: output pixels per column block */
 } geo;
@@ -93,6 +94,8 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     g->rows_cols = dir == NCONV_DIR_BWD_D ? g->Cg : g->Og;
     g->kc = dir == NCONV_DIR_BWD_D ? g->Og : g->Cg;
     g->ks_rows = g->KS;
+    g->pointwise = g->KS == 1;
+    for (int a = 0; a < 3; a++) g->pointwise &= c->s[a] == 1 && c->pb[a] == 0 && c->out[a] == c->in[a];
     /* Thin input channels: a tap reads only Cg floats, too short a run for
      * the kernel. Along W consecutive taps are adjacent in memory, so with a
      * zero-padded copy of the input each (kd, kh) tap is one run of KW * C. */
@@ -331,7 +334,14 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     pixel px = {0, {0, 0, 0}};
     if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
     float *rowdst = NULL; /* bwd_d: the dx row start of the current input row */
-    for (int64_t i = r0; i < r1; i++) {
+    if (g->pointwise) { /* row i of A and of C is pixel i: ks is 1, a[i - r0] is row i's pointer */
+        const int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
+        const int64_t ldc = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+        const float *src = rc->src + j->g * g->kc;
+        float *dst = rc->dst + j->g * g->rows_cols;
+        for (int64_t i = r0; i < r1; i++) a[i - r0] = src + i * lda, crow[i - r0] = dst + i * ldc;
+    }
+    for (int64_t i = r0; i < r1 && !g->pointwise; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         const float **at = a + tile * j->ks * MR + r;
         if (rc->dir == NCONV_DIR_FWD) {
