@@ -34,7 +34,8 @@ enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { A_BLOCK_BYTES = 192 << 10 }; /* A rows of a row block, kept in L2 across column panels */
 enum { K_BLOCK = 2048 };            /* reduction block (taps x channels): a 128 KiB panel of w stays in L2 */
 enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
-enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
+enum { MAX_TAPS = 64 };
+enum { PGROUP_UNITS = 8 };          /* row GEMM: units of work per thread, at least, before panels are split */             /* bwd_d: kernel taps per dim in a residue class */
 enum { MAX_KERNEL = 65536, MAX_CLASSES = 16384 };
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -163,7 +164,7 @@ typedef struct job {
     int64_t start[3];     /* bwd_d: first input coordinate of the class per dim */
     int64_t cnt[3];       /* bwd_d: input coordinates of the class per dim */
     const float *w;       /* packed [panel][channel block][tap][channel][NR] */
-    int64_t blocks;
+    int64_t units;        /* row blocks x panel groups (see row_ctx) */
 } job;
 
 typedef struct ws_sizes {
@@ -229,7 +230,8 @@ typedef struct row_ctx {
     float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
-    int64_t njobs, total_cost; /* sum of block_cost over every block */
+    int64_t njobs, total_cost; /* sum of block_cost over every unit */
+    int64_t pgroups;           /* a unit of work: a row block, and one of pgroups ranges of its column panels */
     char *scratch;
     size_t scratch_stride;
 } row_ctx;
@@ -324,10 +326,12 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *c
     *crow = rowdst + ip2 * c->C;
 }
 
-/* One cache block: up to mc_tiles row tiles of one job, every column panel. */
-static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **a, float **crow, const float **pa,
+/* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
+static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **a, float **crow, const float **pa,
                       const float **rb, float *pbuf) {
     const geo *g = &rc->g;
+    const int64_t b = u / rc->pgroups, pg = u % rc->pgroups;
+    const int64_t p0 = pg * g->panels / rc->pgroups, p1 = (pg + 1) * g->panels / rc->pgroups;
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
     const int64_t ntiles = div_up(r1 - r0, MR);
@@ -378,10 +382,10 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. */
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
-        const int64_t n_out = tile_outer ? ntiles : g->panels, n_in = tile_outer ? g->panels : ntiles;
+        const int64_t n_out = tile_outer ? ntiles : p1 - p0, n_in = tile_outer ? p1 - p0 : ntiles;
         for (int64_t io = 0; io < n_out; io++)
             for (int64_t ii = 0; ii < n_in; ii++) {
-                const int64_t tile = tile_outer ? io : ii, p = tile_outer ? ii : io;
+                const int64_t tile = tile_outer ? io : ii, p = p0 + (tile_outer ? ii : io);
                 const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                 const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
                 const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
@@ -412,39 +416,39 @@ static void row_block(const row_ctx *rc, const job *j, int64_t b, const float **
     }
 }
 
-/* The work of a row block: per row a reduction of ks * kc, and the store, counted as 16. */
+/* The work of a unit: per row a reduction of ks * kc, and the store, counted as 16. */
 static int64_t block_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
 
-/* The first global block of thread tid: blocks are shared out by their work
+/* The first global unit of thread tid: units are shared out by their work
  * (bwd_d's residue classes differ: 4, 2, 2 and 1 taps for a 3x3 kernel at
  * stride 2, none for three of the four of a 1x1 at stride 2), not by count.
- * Each block is computed whole by one thread. */
-static int64_t first_block(const row_ctx *rc, int tid, int nthreads) {
+ * Each unit is computed whole by one thread. */
+static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
     const int64_t total = rc->total_cost;
     const int64_t target = total / nthreads * tid + total % nthreads * tid / nthreads;
-    int64_t b = 0, cost = 0;
+    int64_t u = 0, cost = 0;
     for (int64_t j = 0; j < rc->njobs; j++) {
-        const int64_t per = block_cost(&rc->jobs[j], &rc->g), blocks = rc->jobs[j].blocks;
-        if (cost + blocks * per >= target) return b + (target - cost + per - 1) / per;
-        cost += blocks * per, b += blocks;
+        const int64_t per = block_cost(&rc->jobs[j], &rc->g), units = rc->jobs[j].units;
+        if (cost + units * per >= target) return u + (target - cost + per - 1) / per;
+        cost += units * per, u += units;
     }
-    return b;
+    return u;
 }
 
 static void row_task(void *arg, int tid, int nthreads) {
     const row_ctx *rc = arg;
-    const int64_t b0 = first_block(rc, tid, nthreads), b1 = first_block(rc, tid + 1, nthreads);
+    const int64_t u0 = first_unit(rc, tid, nthreads), u1 = first_unit(rc, tid + 1, nthreads);
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
     const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
     const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* row starts per (k0, k1) tap pair */
     float *pbuf = (float *)(rb + rc->g.KS);
-    int64_t jb = 0, first = 0; /* job of block b0, and its first global block */
-    while (jb < rc->njobs && first + rc->jobs[jb].blocks <= b0) first += rc->jobs[jb++].blocks;
-    for (int64_t b = b0; b < b1; b++) {
-        while (b - first >= rc->jobs[jb].blocks) first += rc->jobs[jb++].blocks;
-        row_block(rc, &rc->jobs[jb], b - first, a, crow, pa, rb, pbuf);
+    int64_t jb = 0, first = 0; /* job of unit u0, and its first global unit */
+    while (jb < rc->njobs && first + rc->jobs[jb].units <= u0) first += rc->jobs[jb++].units;
+    for (int64_t u = u0; u < u1; u++) {
+        while (u - first >= rc->jobs[jb].units) first += rc->jobs[jb++].units;
+        row_block(rc, &rc->jobs[jb], u - first, a, crow, pa, rb, pbuf);
     }
 #if defined(__x86_64__) || defined(__i386__)
     if (rc->flags & NCONV_IGEMM_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
@@ -1094,10 +1098,16 @@ static nconv_status igemm_run(const nconv_exec *e) {
             e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
             return nconv_algo_gemm.run(e);
         }
-    int64_t total = 0;
+    /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
+     * each thread would stream all of w: their column panels are then shared out as well. */
+    int64_t blocks = 0, total = 0;
+    for (int64_t i = 0; i < njobs; i++) blocks += div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+    int64_t pgroups = 1;
+    if (threads > 1 && blocks < PGROUP_UNITS * threads) pgroups = div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
+    if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
-        jobs[i].blocks = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
-        total += jobs[i].blocks * block_cost(&jobs[i], &g);
+        jobs[i].units = div_up(div_up(jobs[i].rows, MR), g.mc_tiles) * pgroups;
+        total += jobs[i].units * block_cost(&jobs[i], &g);
     }
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
@@ -1109,7 +1119,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
                   (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | (stream ? NCONV_IGEMM_STREAM : 0),
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
-                  jobs, njobs, total, scratch, nconv__ws_round(s.scratch)};
+                  jobs, njobs, total, pgroups, scratch, nconv__ws_round(s.scratch)};
     nconv__parallel(e, row_task, &rc);
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
