@@ -451,12 +451,8 @@ static void sums_task(void *arg, int tid, int nthreads) {
     for (int64_t l = 0; l < 4; l++)
         for (int64_t c = c0; c < c1; c++) lane[l * C + c] = 0;
     if (nconv__view_is_nxc_f32(src)) {
-        const float *x = src->data;
-        for (int64_t n = 0; n < s[0]; n++)
-            for (int64_t p = 0; p < S; p++, x += C) {
-                double *l = lane + (p % 4) * C;
-                for (int64_t c = c0; c < c1; c++) l[c] += x[c];
-            }
+        const nconv_f32_chsum_fn chsum = nconv__kernels()->chsum;
+        for (int64_t n = 0; n < s[0]; n++) chsum(S, c1 - c0, (const float *)src->data + n * S * C + c0, C, lane + c0, C);
     } else if (src->dt == NCONV_F32 && spatial_dense(src)) {
         for (int64_t c = c0; c < c1; c++) {
             double a[4] = {0, 0, 0, 0};

@@ -282,6 +282,26 @@ static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
                 }
 }
 
+/* chsum: every lane the same bits as adding its rows in order (the layouts'
+ * bias gradients agree bitwise through it), rows and channels off the blocks. */
+static void sweep_chsum(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t rows_[] = {0, 1, 2, 3, 4, 5, 7, 13, 100}, cols_[] = {1, 3, 7, 8, 9, 16, 17, 64};
+    for (size_t ri = 0; ri < sizeof rows_ / sizeof rows_[0]; ri++)
+        for (size_t ci = 0; ci < sizeof cols_ / sizeof cols_[0]; ci++) {
+            const int64_t rows = rows_[ri], cols = cols_[ci], ld = cols + 3, ls = cols + 2;
+            float *x = malloc(sizeof(float) * (size_t)(rows * ld + 1));
+            double *lane = malloc(sizeof(double) * (size_t)(4 * ls)), *want = malloc(sizeof(double) * (size_t)(4 * ls));
+            for (int64_t i = 0; i < rows * ld; i++) x[i] = (float)test_uniform(rng) * 1e3f;
+            for (int64_t i = 0; i < 4 * ls; i++) lane[i] = want[i] = test_uniform(rng);
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) want[(i % 4) * ls + j] += x[i * ld + j];
+            k->chsum(rows, cols, x, ld, lane, ls);
+            CHECK(!memcmp(lane, want, sizeof(double) * (size_t)(4 * ls)), "%s chsum rows %lld cols %lld: sums differ",
+                  k->name, (long long)rows, (long long)cols);
+            free(x), free(lane), free(want);
+        }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -295,6 +315,7 @@ int main(void) {
         sweep_dw_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
+        sweep_chsum(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;

@@ -98,6 +98,10 @@ typedef void (*nconv_f32_gfwd_fn)(int64_t n, int64_t q, int64_t ks, const float 
 typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
 
+/* Channel sums in double, four lanes by row mod 4, each adding its rows in order:
+ *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
+typedef void (*nconv_f32_chsum_fn)(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
+void nconv_f32_chsum__generic(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
 void nconv_f32_dwconv__generic(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                                const float *init, float *out, int relu);
 void nconv_f32_vmacc__generic(int64_t n, const float *a, const float *b, float *acc);
@@ -136,6 +140,7 @@ void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const
                                        const float *zero, const float *w, float *c, int64_t ldc, const float *init,
                                        int flags);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
+void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -156,6 +161,7 @@ typedef struct nconv_kernels {
     nconv_f32_gemm_ib_fn gemm_ib;
     nconv_f32_gemm_fn gemm;
     nconv_f32_transpose_fn transpose;
+    nconv_f32_chsum_fn chsum;
     nconv_f32_dwconv_fn dwconv;
     nconv_f32_vmacc_fn vmacc;
     nconv_f32_dwrow_fn dwrow;
