@@ -34,8 +34,8 @@ enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { A_BLOCK_BYTES = 192 << 10 }; /* A rows of a row block, kept in L2 across column panels */
 enum { K_BLOCK = 2048 };            /* reduction block (taps x channels): a 128 KiB panel of w stays in L2 */
 enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks power-of-two strides */
-enum { MAX_TAPS = 64 };
-enum { PGROUP_UNITS = 8 };          /* row GEMM: units of work per thread, at least, before panels are split */             /* bwd_d: kernel taps per dim in a residue class */
+enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
+enum { PGROUP_UNITS = 8 };          /* row GEMM: row blocks per thread, at least, before column panels are split too */
 enum { MAX_KERNEL = 65536, MAX_CLASSES = 16384 };
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
