@@ -645,14 +645,14 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
-        for (int64_t k = 0; k < kc; k++) {
+        for (int64_t k = 0; k < kc && !g->pointwise; k++) { /* pointwise: input pixel p is output pixel p */
             const int64_t p = p0 + k, op = p % g->OS;
             pix[k] = g->wfold ? p / g->OS : (p / g->OS) * g->IS * c->C; /* the image, or its offset */
             pix[KC + k] = op / (c->out[1] * c->out[2]);
             pix[2 * KC + k] = (op / c->out[2]) % c->out[1];
             pix[3 * KC + k] = op % c->out[2];
-            dyrows[k] = bc->dy ? bc->dy + p * c->O : NULL;
         }
+        for (int64_t k = 0; k < kc; k++) dyrows[k] = bc->dy ? bc->dy + (p0 + k) * c->O : NULL;
         int64_t packed_g = -1;
         /* Units of one (group, tap) share the input rows of the tap: take them as a run. */
         for (int64_t u = u0; u < u1;) {
@@ -687,6 +687,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                                    : bc->x + ((((gi * c->N + pix[k]) * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad +
                                               pix[3 * KC + k] * c->s[2]) * g->Cg;
                 }
+            } else if (g->pointwise) {
+                for (int64_t k = 0; k < kc; k++) xrows[k] = bc->x + (p0 + k) * c->C + gi * g->Cg;
             } else {
                 const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
                 const float *xg = bc->x + gi * g->Cg;
