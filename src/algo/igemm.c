@@ -17,7 +17,8 @@
  *
  * Framework (this file): operand conversion, weight packing, row decoding,
  * blocking and threading. Micro-kernels: src/kernels (6 x 16 tiles).
- * Threads split rows (fwd, bwd_d) or dw tiles (bwd_w); every output element
+ * Threads split rows (fwd, bwd_d; and column panels when rows are few) or dw
+ * tiles or pixel chunks (bwd_w); every output element
  * is summed in an order fixed by the problem alone, so results are bitwise
  * identical for any thread count.
  */
