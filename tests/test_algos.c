@@ -304,6 +304,53 @@ static void test_wide_channels(void) {
     nconv_context_destroy(ctx);
 }
 
+/* igemm on channels-last 1x1 convolutions with stride 1 and no padding
+ * (row pointers straight from the pixel index): input and output channels
+ * differ (a swapped row pitch shows), groups (each group's channel offset),
+ * 1-3D, transposed, with bias, against the reference; the same bits for 1
+ * and 3 threads. */
+static void test_pointwise(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    nconv_context_set_algorithm(ctx, "igemm");
+    uint64_t rng = 91;
+    /* ndims, C, O, G, spatial size, transposed */
+    const int64_t cases[][6] = {{2, 24, 40, 1, 7, 0}, {2, 48, 32, 2, 5, 0}, {1, 64, 20, 4, 31, 0},
+                                {3, 16, 40, 2, 3, 0}, {2, 40, 24, 1, 6, 1}, {2, 32, 64, 4, 4, 1}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, (int)cases[i][0]);
+        p.batch = 3, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
+        p.transposed = (int)cases[i][5];
+        for (int d = 0; d < p.ndims; d++) p.in_size[d] = cases[i][4] + d, p.kernel[d] = 1;
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "pointwise case %d: %s", i, nconv_last_error());
+        uint64_t fill = test_rng(&rng);
+        operands r, a, b;
+        operands_make(&r, &p, LAYOUT_NXC, &rng, &fill);
+        operands_make(&a, &p, LAYOUT_NXC, &rng, &fill);
+        operands_make(&b, &p, LAYOUT_NXC, &rng, &fill);
+        r.has_b = a.has_b = b.has_b = 1;
+        r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+        CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
+        nconv_context_set_threads(ctx, 1);
+        CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
+        nconv_context_set_threads(ctx, 3);
+        CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+        const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
+                     ew = rel_err(&a.dw, &r.dw, NCONV_F32), eb = rel_err(&a.db, &r.db, NCONV_F32);
+        CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5 && eb <= 1e-5,
+              "pointwise case %d: y err %g, dx err %g, dw err %g, db err %g", i, ey, ex, ew, eb);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                  !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
+              "pointwise case %d: results differ between 1 and 3 threads", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm's plane path (NCHW f32, no layout change; rows are channels,
  * columns output pixels): 1x1 convolutions with stride 1 and no padding,
  * and forward passes with a short reduction (gathered per tile) over
@@ -501,6 +548,7 @@ static void test_bw_chunks(void) {
 int main(void) {
     test_bw_chunks();
     test_grouped();
+    test_pointwise();
     test_planes();
     test_wide_channels();
     test_against_reference();
