@@ -267,6 +267,24 @@ static void test_determinism(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Three operand sets of p filled alike (the reference's, then two runs'). */
+static void operands_make3(operands *r, operands *a, operands *b, const nconv_problem *p, int layout, uint64_t *rng) {
+    uint64_t fill = test_rng(rng);
+    operands_make(r, p, layout, rng, &fill);
+    operands_make(a, p, layout, rng, &fill);
+    operands_make(b, p, layout, rng, &fill);
+}
+
+/* r through the reference, a through ctx on 1 thread, b through ctx on 3 threads. */
+static void run_ref_1_3(nconv_context *ref, nconv_context *ctx, const nconv_problem *p, operands *r, operands *a,
+                        operands *b) {
+    CHECK(run_all(ref, p, r) == NCONV_OK, "ref: %s", nconv_last_error());
+    nconv_context_set_threads(ctx, 1);
+    CHECK(run_all(ctx, p, a) == NCONV_OK, "%s", nconv_last_error());
+    nconv_context_set_threads(ctx, 3);
+    CHECK(run_all(ctx, p, b) == NCONV_OK, "%s", nconv_last_error());
+}
+
 /* Wide channels (>= 256: bwd_w copies input-row panels together), dense
  * and grouped, against the reference, and the same bits for 1 and 3 threads. */
 static void test_wide_channels(void) {
@@ -282,18 +300,11 @@ static void test_wide_channels(void) {
         p.batch = 2, p.in_channels = cases[i][0], p.out_channels = cases[i][1], p.groups = cases[i][2];
         p.in_size[0] = 5, p.in_size[1] = 6, p.kernel[0] = p.kernel[1] = 3, p.stride[0] = p.stride[1] = cases[i][3];
         p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = 1;
-        uint64_t fill = test_rng(&rng);
         const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
         operands r, a, b;
-        operands_make(&r, &p, layout, &rng, &fill);
-        operands_make(&a, &p, layout, &rng, &fill);
-        operands_make(&b, &p, layout, &rng, &fill);
+        operands_make3(&r, &a, &b, &p, layout, &rng);
         r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
-        CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
-        nconv_context_set_threads(ctx, 1);
-        CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
-        nconv_context_set_threads(ctx, 3);
-        CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
         const double e = rel_err(&a.dw, &r.dw, NCONV_F32), ey = rel_err(&a.y, &r.y, NCONV_F32),
                      ex = rel_err(&a.dx, &r.dx, NCONV_F32);
         CHECK(e <= 1e-5 && ey <= 1e-5 && ex <= 1e-5, "wide case %d: dw err %g, y err %g, dx err %g", i, e, ey, ex);
@@ -326,18 +337,11 @@ static void test_pointwise(void) {
         p.transposed = (int)cases[i][5];
         for (int d = 0; d < p.ndims; d++) p.in_size[d] = cases[i][4] + d, p.kernel[d] = 1;
         CHECK(nconv_problem_validate(&p) == NCONV_OK, "pointwise case %d: %s", i, nconv_last_error());
-        uint64_t fill = test_rng(&rng);
         operands r, a, b;
-        operands_make(&r, &p, LAYOUT_NXC, &rng, &fill);
-        operands_make(&a, &p, LAYOUT_NXC, &rng, &fill);
-        operands_make(&b, &p, LAYOUT_NXC, &rng, &fill);
+        operands_make3(&r, &a, &b, &p, LAYOUT_NXC, &rng);
         r.has_b = a.has_b = b.has_b = 1;
         r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
-        CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
-        nconv_context_set_threads(ctx, 1);
-        CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
-        nconv_context_set_threads(ctx, 3);
-        CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
         const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
                      ew = rel_err(&a.dw, &r.dw, NCONV_F32), eb = rel_err(&a.db, &r.db, NCONV_F32);
         CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5 && eb <= 1e-5,
@@ -388,19 +392,12 @@ static void test_planes(void) {
         CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
         nconv_context *run = p.padding_mode == NCONV_PAD_ZEROS ? ctx : modes_ctx;
         for (int epi = 0; epi < 4; epi++) {
-            uint64_t fill = test_rng(&rng);
             operands r, a, b;
-            operands_make(&r, &p, LAYOUT_NCX, &rng, &fill);
-            operands_make(&a, &p, LAYOUT_NCX, &rng, &fill);
-            operands_make(&b, &p, LAYOUT_NCX, &rng, &fill);
+            operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
             r.has_b = epi & 1, r.has_z = epi >= 2;
             r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
             a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
-            CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
-            nconv_context_set_threads(run, 1);
-            CHECK(run_all(run, &p, &a) == NCONV_OK, "%s", nconv_last_error());
-            nconv_context_set_threads(run, 3);
-            CHECK(run_all(run, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+            run_ref_1_3(ref, run, &p, &r, &a, &b);
             const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
                          ew = rel_err(&a.dw, &r.dw, NCONV_F32);
             CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "planes case %d epi %d: y err %g, dx err %g, dw err %g", i,
@@ -455,11 +452,8 @@ static void test_grouped(void) {
                 if (dir != NCONV_DIR_BWD_D || stride1)
                     CHECK(!strcmp(chosen, "grouped"), "grouped case %d dir %d: the heuristic chose %s", i, dir, chosen);
             }
-            uint64_t fill = test_rng(&rng);
             operands r, a, b;
-            operands_make(&r, &p, layout, &rng, &fill);
-            operands_make(&a, &p, layout, &rng, &fill);
-            operands_make(&b, &p, layout, &rng, &fill);
+            operands_make3(&r, &a, &b, &p, layout, &rng);
             r.has_b = a.has_b = b.has_b = 1;
             r.has_z = a.has_z = b.has_z = i % 3 == 1;
             r.epi = a.epi = b.epi = (nconv_epilogue){i % 2 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
@@ -467,11 +461,7 @@ static void test_grouped(void) {
             const int special = i == 0 || i == 5 || i == 6;
             tensor *const sp[3] = {i == 6 ? &r.w : &r.dy, i == 6 ? &a.w : &a.dy, i == 6 ? &b.w : &b.dy};
             for (int k = 0; special && k < 3; k++) nconv__store1(sp[k]->buf, p.dtype, 0, INFINITY);
-            CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
-            nconv_context_set_threads(ctx, 1);
-            CHECK(run_all(ctx, &p, &a) == NCONV_OK, "%s", nconv_last_error());
-            nconv_context_set_threads(ctx, 3);
-            CHECK(run_all(ctx, &p, &b) == NCONV_OK, "%s", nconv_last_error());
+            run_ref_1_3(ref, ctx, &p, &r, &a, &b);
             struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
                                                               {"dw", &a.dw, &r.dw, &b.dw}};
             for (int o = 0; o < 3; o++) {
