@@ -1104,12 +1104,12 @@ static nconv_status igemm_run(const nconv_exec *e) {
     /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
      * each thread would stream all of w: their column panels are then shared out as well. */
     int64_t blocks = 0, total = 0;
-    for (int64_t i = 0; i < njobs; i++) blocks += div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+    for (int64_t i = 0; i < njobs; i++) blocks += jobs[i].units = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
     int64_t pgroups = 1;
     if (threads > 1 && blocks < PGROUP_UNITS * threads) pgroups = div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
     if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
-        jobs[i].units = div_up(div_up(jobs[i].rows, MR), g.mc_tiles) * pgroups;
+        jobs[i].units *= pgroups;
         total += jobs[i].units * block_cost(&jobs[i], &g);
     }
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
