@@ -155,8 +155,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
         for (int64_t p = 0; p < c->N * S; p++, next_pixel(sz, u, &n)) {
             if (p == 0 || u[2] == 0) row_bases(d, 1, n, u, base);
             tap_rows(d, base, col, u[2], rows);
-            for (int64_t t = 0; t < KS; t++)
-                if (rows[t] != d->zero) d->k->vmacc(c1 - c0, d->dy + p * C + c0, rows[t] + c0, d->out + t * C + c0);
+            /* Taps in padding add dy * 0 too: an Inf or NaN in dy makes dw NaN, as in PyTorch. */
+            for (int64_t t = 0; t < KS; t++) d->k->vmacc(c1 - c0, d->dy + p * C + c0, rows[t] + c0, d->out + t * C + c0);
         }
         return;
     }
@@ -488,4 +488,4 @@ static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads
     return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
-const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run};
+const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run, NULL};
