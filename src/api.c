@@ -88,6 +88,8 @@ static void verbose(const nconv_problem *p, const char *op, nconv_direction dir,
         const nconv_algo *b = nconv__algo_at(i);
         const char *why = "";
         if (b != a && !b->applies(c, dir, &why)) fprintf(stderr, ",skipped %s: %s", b->name, why);
+        else if (b != a && b->preferred && !b->preferred(c, dir))
+            fprintf(stderr, ",skipped %s: the heuristic prefers another here", b->name);
     }
     fprintf(stderr, ",%s\n", desc);
 }

@@ -223,10 +223,14 @@ typedef struct nconv_algo {
     int (*applies)(const nconv_core *c, nconv_direction dir, const char **why_not);
     size_t (*workspace)(const nconv_core *c, nconv_direction dir, int threads);
     nconv_status (*run)(const nconv_exec *e);
+    /* The heuristic policy skips an applicable algorithm when this says 0
+     * (NULL: always preferred); forced and benchmark policies ignore it. */
+    int (*preferred)(const nconv_core *c, nconv_direction dir);
 } nconv_algo;
 
 extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_grouped;
+extern const nconv_algo nconv_algo_winograd;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;

@@ -12,7 +12,8 @@
 
 /* Preference order for the heuristic policy; the reference accepts
  * everything and comes last. */
-static const nconv_algo *const algos[] = {&nconv_algo_depthwise, &nconv_algo_grouped, &nconv_algo_igemm, &nconv_algo_gemm, &nconv_algo_ref};
+static const nconv_algo *const algos[] = {&nconv_algo_depthwise, &nconv_algo_grouped, &nconv_algo_winograd,
+                                          &nconv_algo_igemm, &nconv_algo_gemm, &nconv_algo_ref};
 
 int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
 const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }
@@ -280,7 +281,7 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
         return NCONV_OK;
     }
     for (int i = 0; i < nconv__algo_count(); i++)
-        if (algos[i]->applies(c, dir, NULL)) {
+        if (algos[i]->applies(c, dir, NULL) && (!algos[i]->preferred || algos[i]->preferred(c, dir))) {
             *out = algos[i];
             return NCONV_OK;
         }

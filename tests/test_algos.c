@@ -285,6 +285,124 @@ static void run_ref_1_3(nconv_context *ref, nconv_context *ctx, const nconv_prob
     CHECK(run_all(ctx, p, b) == NCONV_OK, "%s", nconv_last_error());
 }
 
+/* Forward, then backward-data alone (dw and db not asked for): winograd's directions. */
+static nconv_status run_fwd_bwd_d(nconv_context *ctx, const nconv_problem *p, operands *o) {
+    nconv_status st = nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL,
+                                    o->has_z ? &o->z.t : NULL, &o->y.t, NULL, 0);
+    if (st) return st;
+    return nconv_backward(ctx, p, &o->epi, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, &o->dx.t, NULL, NULL,
+                          o->has_z ? &o->dz.t : NULL, NULL, 0);
+}
+
+/* Winograd F(4x4, 3x3) (fwd and bwd_d; transposed problems swap them) on
+ * random 3x3 (x depth 1-3) stride-1 problems: dilations 1-3, padding wider
+ * than the kernel or negative at the end, every padding mode forward,
+ * channels on both sides of the 8- and 16-lane tails, every layout and
+ * epilogue, f32 and f16, against the reference; the same bits for 1 and 3
+ * threads. The transforms cancel large terms: f32 errors are about ten times
+ * those of direct summation, hence its tolerance of 5e-5 (1e-5 elsewhere). */
+static void test_winograd(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    nconv_context_set_algorithm(ctx, "winograd");
+    uint64_t rng = 77;
+    int compared = 0;
+    for (int iter = 0; iter < 100; iter++) {
+        nconv_problem p;
+        nconv_problem_init(&p, (int)test_int(&rng, 2, 3));
+        p.batch = test_int(&rng, 1, 3);
+        p.in_channels = test_int(&rng, 1, 3) == 1 ? test_int(&rng, 1, 7) : test_int(&rng, 8, 40);
+        p.out_channels = test_int(&rng, 1, 3) == 1 ? test_int(&rng, 1, 7) : test_int(&rng, 8, 40);
+        p.transposed = test_int(&rng, 0, 3) == 0;
+        p.dtype = test_int(&rng, 0, 4) ? NCONV_F32 : NCONV_F16;
+        const int fwd_only = !p.transposed && test_int(&rng, 0, 3) == 0;
+        if (fwd_only) p.padding_mode = (nconv_padding_mode)test_int(&rng, 1, 3);
+        for (int i = 0; i < p.ndims; i++) {
+            const int depth = p.ndims == 3 && i == 0;
+            p.in_size[i] = depth ? test_int(&rng, 1, 4) : test_int(&rng, 1, 14);
+            p.kernel[i] = depth ? test_int(&rng, 1, 3) : 3;
+            p.dilation[i] = test_int(&rng, 1, 3);
+            p.pad_begin[i] = test_int(&rng, 0, 4);
+            p.pad_end[i] = test_int(&rng, -1, 4);
+            if (p.transposed) p.output_padding[i] = test_int(&rng, 0, p.dilation[i] - 1);
+        }
+        if (nconv_problem_validate(&p) != NCONV_OK) continue;
+        int applies = 1;
+        for (int dir = 0; dir < 2; dir++) {
+            int one = 0;
+            nconv_algorithm_applies("winograd", &p, (nconv_direction)dir, &one, NULL);
+            applies &= one || (fwd_only && dir == 1);
+        }
+        char desc[512] = "";
+        nconv_problem_to_desc(&p, desc, sizeof desc);
+        CHECK(applies, "winograd does not apply to %s", desc);
+        if (!applies) continue;
+        operands r, a, b;
+        const int layout = (int)test_int(&rng, 0, 2);
+        operands_make3(&r, &a, &b, &p, layout, &rng);
+        r.has_b = a.has_b = b.has_b = (int)test_int(&rng, 0, 1);
+        r.has_z = a.has_z = b.has_z = (int)test_int(&rng, 0, 1);
+        r.epi = a.epi = b.epi = (nconv_epilogue){test_int(&rng, 0, 1) ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
+        operands *o[3] = {&r, &a, &b};
+        for (int k = 0; k < 3; k++) {
+            nconv_context *c = k ? ctx : ref;
+            nconv_context_set_threads(ctx, k == 2 ? 3 : 1);
+            const nconv_status st = fwd_only ? nconv_forward(c, &p, &o[k]->epi, &o[k]->x.t, &o[k]->w.t,
+                                                             o[k]->has_b ? &o[k]->b.t : NULL,
+                                                             o[k]->has_z ? &o[k]->z.t : NULL, &o[k]->y.t, NULL, 0)
+                                             : run_fwd_bwd_d(c, &p, o[k]);
+            CHECK(st == NCONV_OK, "%s on %s: %s", k ? "winograd" : "ref", desc, nconv_last_error());
+        }
+        const double tol = p.dtype == NCONV_F32 ? 5e-5 : tolerance(p.dtype);
+        const double ey = rel_err(&a.y, &r.y, p.dtype), ex = fwd_only ? 0 : rel_err(&a.dx, &r.dx, p.dtype);
+        CHECK(ey <= tol && ex <= tol, "winograd on %s (layout %d): y err %g, dx err %g", desc, layout, ey, ex);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && (fwd_only || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)),
+              "winograd on %s: results differ between 1 and 3 threads", desc);
+        compared++;
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    CHECK(compared >= 60, "only %d winograd problems compared", compared);
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
+/* Inf or NaN in x or w: winograd's transforms would turn one Inf into NaN
+ * over its whole tile (Inf - Inf), so such calls must give igemm's results,
+ * bit for bit (igemm computes the products PyTorch does). */
+static void test_winograd_nonfinite(void) {
+    nconv_context *ig, *wg;
+    nconv_context_create(&ig);
+    nconv_context_create(&wg);
+    nconv_context_set_algorithm(ig, "igemm");
+    nconv_context_set_algorithm(wg, "winograd");
+    uint64_t rng = 5;
+    for (int i = 0; i < 4; i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = 2, p.in_channels = 12, p.out_channels = 20;
+        p.in_size[0] = 9, p.in_size[1] = 10, p.kernel[0] = p.kernel[1] = 3;
+        p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = 1;
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, i % 2 ? LAYOUT_NXC : LAYOUT_NCX, &rng);
+        a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+        /* x gets the Inf (fwd), dy a NaN (bwd_d), w an Inf (both), one at a time. */
+        const float bad = i < 2 ? INFINITY : NAN;
+        tensor *t[2] = {i == 0 ? &a.x : i == 1 ? &a.w : i == 2 ? &a.dy : &a.w,
+                        i == 0 ? &b.x : i == 1 ? &b.w : i == 2 ? &b.dy : &b.w};
+        for (int k = 0; k < 2; k++) nconv__store1(t[k]->buf, NCONV_F32, 17, bad);
+        CHECK(run_fwd_bwd_d(ig, &p, &a) == NCONV_OK && run_fwd_bwd_d(wg, &p, &b) == NCONV_OK, "%s",
+              nconv_last_error());
+        /* A direction with finite operands runs Winograd (other bits): only the poisoned ones are compared. */
+        CHECK((i == 2 || !memcmp(a.y.buf, b.y.buf, a.y.bytes)) && (i == 0 || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)),
+              "non-finite case %d: winograd's results are not igemm's", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ig);
+    nconv_context_destroy(wg);
+}
+
 /* Wide channels (>= 256: bwd_w copies input-row panels together), dense
  * and grouped, against the reference, and the same bits for 1 and 3 threads. */
 static void test_wide_channels(void) {
@@ -536,6 +654,8 @@ static void test_bw_chunks(void) {
 }
 
 int main(void) {
+    test_winograd();
+    test_winograd_nonfinite();
     test_bw_chunks();
     test_grouped();
     test_pointwise();

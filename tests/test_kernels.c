@@ -302,6 +302,98 @@ static void sweep_chsum(const nconv_kernels *k, uint64_t *rng) {
         }
 }
 
+/* Winograd F(4x4, 3x3) transforms against the matrices in double: values,
+ * channel tails (lanes past n untouched), skipped outputs, init and relu,
+ * and the poison lane that flags Inf / NaN inputs. */
+static const double wBT[6][6] = {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                 {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+static const double wG[6][3] = {{0.25, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+static const double wAT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+/* out[i][j] = sum_{a, b} L[i][a] in[a][b] L[j][b], L of rows x cols (row pitch lp). */
+static void sandwich(const double *L, int rows, int cols, const double *in, double *out) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < rows; j++) {
+            double s = 0;
+            for (int a = 0; a < cols; a++)
+                for (int b = 0; b < cols; b++) s += L[i * cols + a] * in[a * cols + b] * L[j * cols + b];
+            out[i * rows + j] = s;
+        }
+}
+
+static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 3, 7, 8, 9, 16, 17, 40};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        const int64_t n = ns[ni], xs = n + 5;
+        float *src = malloc(sizeof(float) * (size_t)(36 * n)), *zero = calloc((size_t)n, sizeof(float));
+        float *dst = malloc(sizeof(float) * (size_t)(36 * xs)), *y = malloc(sizeof(float) * (size_t)(16 * xs));
+        float *init = malloc(sizeof(float) * (size_t)n), poison[8] = {0};
+        const float *sp[36];
+        for (int i = 0; i < 36 * n; i++) src[i] = (float)test_uniform(rng);
+        for (int i = 0; i < 36; i++) sp[i] = i % 7 == 3 ? zero : src + i * n; /* some patch pixels in padding */
+        for (int i = 0; i < 36 * xs; i++) dst[i] = -7.0f;
+        k->wino_in(n, sp, dst, xs, poison);
+        for (int64_t c = 0; c < n; c++) {
+            double d[36], v[36];
+            for (int i = 0; i < 36; i++) d[i] = sp[i][c];
+            sandwich(&wBT[0][0], 6, 6, d, v);
+            for (int i = 0; i < 36; i++)
+                CHECK(fabs(dst[i * xs + c] - v[i]) <= 1e-5 * 100, "%s wino_in n %lld: [%d][%lld] %g, want %g", k->name,
+                      (long long)n, i, (long long)c, dst[i * xs + c], v[i]);
+        }
+        for (int i = 0; i < 36; i++)
+            for (int64_t c = n; c < xs; c++) CHECK(dst[i * xs + c] == -7.0f, "%s wino_in wrote past n %lld", k->name, (long long)n);
+        for (int l = 0; l < 8; l++) CHECK(poison[l] == 0.0f, "%s wino_in: finite inputs poisoned lane %d", k->name, l);
+        src[(int)(35 * n) + n - 1] = INFINITY; /* patch pixel 35, last channel */
+        k->wino_in(n, sp, dst, xs, poison);
+        CHECK(poison[(n - 1) % 8] != poison[(n - 1) % 8], "%s wino_in n %lld: Inf not flagged", k->name, (long long)n);
+
+        /* Output transform: m is dst (finite values again), a few outputs skipped. */
+        for (int i = 0; i < 36 * xs; i++) dst[i] = (float)test_uniform(rng);
+        for (int64_t c = 0; c < n; c++) init[c] = (float)test_uniform(rng);
+        for (int relu = 0; relu < 2; relu++) {
+            float *yp[16];
+            for (int i = 0; i < 16; i++) yp[i] = i % 5 == 2 ? NULL : y + i * xs;
+            for (int i = 0; i < 16 * xs; i++) y[i] = -9.0f;
+            k->wino_out(n, dst, xs, relu ? init : NULL, yp, relu);
+            for (int64_t c = 0; c < n; c++) {
+                double m[36], o[16];
+                for (int i = 0; i < 36; i++) m[i] = dst[i * xs + c];
+                sandwich(&wAT[0][0], 4, 6, m, o);
+                for (int i = 0; i < 16; i++) {
+                    double want = o[i] + (relu ? init[c] : 0);
+                    if (relu && want < 0) want = 0;
+                    const float got = y[i * xs + c];
+                    CHECK(yp[i] ? fabs(got - want) <= 1e-5 * 100 : got == -9.0f, "%s wino_out n %lld relu %d: [%d][%lld] %g, want %g",
+                          k->name, (long long)n, relu, i, (long long)c, got, yp[i] ? want : -9.0);
+                }
+            }
+            for (int i = 0; i < 16; i++)
+                for (int64_t c = n; c < xs; c++) CHECK(y[i * xs + c] == -9.0f, "%s wino_out wrote past n %lld", k->name, (long long)n);
+        }
+        free(src), free(zero), free(dst), free(y), free(init);
+    }
+    /* Weight transform: 16 columns of 3 x 3 taps. */
+    float g[9 * 16], u[36 * 20];
+    for (int i = 0; i < 9 * 16; i++) g[i] = (float)test_uniform(rng);
+    k->wino_w(g, u, 20);
+    for (int l = 0; l < 16; l++) {
+        double gg[9], uu[36];
+        for (int t = 0; t < 9; t++) gg[t] = g[t * 16 + l];
+        /* G g G^T: G is 6 x 3, so sandwich's square form does not apply. */
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) {
+                double s = 0;
+                for (int a = 0; a < 3; a++)
+                    for (int b = 0; b < 3; b++) s += wG[i][a] * gg[a * 3 + b] * wG[j][b];
+                uu[i * 6 + j] = s;
+            }
+        for (int i = 0; i < 36; i++)
+            CHECK(fabs(u[i * 20 + l] - uu[i]) <= 1e-6, "%s wino_w [%d][%d] %g, want %g", k->name, i, l, u[i * 20 + l], uu[i]);
+    }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -316,6 +408,7 @@ int main(void) {
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);
+        sweep_wino(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;

@@ -314,4 +314,4 @@ static nconv_status grouped_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run};
+const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run, NULL};

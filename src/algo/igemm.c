@@ -1128,4 +1128,4 @@ static nconv_status igemm_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run};
+const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run, NULL};

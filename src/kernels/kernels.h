@@ -98,6 +98,25 @@ typedef void (*nconv_f32_gfwd_fn)(int64_t n, int64_t q, int64_t ks, const float 
 typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
 
+/*
+ * Winograd F(4x4, 3x3) transforms (src/algo/winograd.c), channels as the
+ * vector dimension; tile position xi = 6 * i + j is xs floats apart.
+ * in:  dst[xi * xs + c] = (B^T d B)[i][j] with d[i][j] = src[6 * i + j][c], c < n;
+ *      poison[c % 8] += s - s for some s that is Inf or NaN whenever any input is
+ *      (a lane of poison turns NaN: the caller's sign to use direct convolution).
+ * out: dst[4 * i + j][c] = act(init[c] (or 0) + (A^T m A)[i][j]) with
+ *      m[i][j] = m[(6 * i + j) * xs + c], c < n; a NULL dst[4 * i + j] is skipped.
+ * w:   dst[xi * xs + l] = (G g G^T)[i][j] with g[kh][kw] = g[(3 * kh + kw) * 16 + l], l < 16.
+ */
+typedef void (*nconv_f32_wino_in_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+typedef void (*nconv_f32_wino_out_fn)(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
+                                      int relu);
+typedef void (*nconv_f32_wino_w_fn)(const float *g, float *dst, int64_t xs);
+void nconv_f32_wino_in__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+void nconv_f32_wino_out__generic(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
+                                 int relu);
+void nconv_f32_wino_w__generic(const float *g, float *dst, int64_t xs);
+
 /* Channel sums in double, four lanes by row mod 4, each adding its rows in order:
  *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
 typedef void (*nconv_f32_chsum_fn)(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
@@ -141,6 +160,9 @@ void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const
                                        int flags);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
+void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+void nconv_f32_wino_out__avx2(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
+void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -168,6 +190,9 @@ typedef struct nconv_kernels {
     nconv_f32_dwdot_fn dwdot;
     nconv_f32_gbw_fn gbw;
     nconv_f32_gfwd_fn gfwd;
+    nconv_f32_wino_in_fn wino_in;
+    nconv_f32_wino_out_fn wino_out;
+    nconv_f32_wino_w_fn wino_w;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

@@ -1,0 +1,398 @@
+/*
+ * Algorithm "winograd": Winograd F(4x4, 3x3) convolution on channels-last
+ * f32 data, for 3x3 (x any depth) kernels at stride 1: fwd, and bwd_d as the
+ * forward convolution of dy with the flipped, transposed weights. Any
+ * dilation: with dilation d an output tile is 4 x 4 pixels d apart, read
+ * from a 6 x 6 input patch d apart.
+ *
+ * A tile's 4 x 4 outputs cost 36 products per (input, output) channel pair
+ * instead of 144: the input patch and the weights are transformed
+ * (V = B^T d B, U = G g G^T), and the sums over input channels become 36
+ * independent GEMMs, one per tile position xi:
+ *   M[xi][tile][o] = sum_{kd, k} V[kd][xi][tile][k] * U[xi][kd][k][o]
+ * whose results are transformed back (A^T M A) into the output tile.
+ *
+ * Framework (this file): tiles, blocking, threading. The GEMMs run on the
+ * igemm micro-kernel (A rows are pointers into V; depth taps are its taps),
+ * the transforms on the wino_* micro-kernels (src/kernels).
+ *
+ * Blocking: output channels in chunks whose U fits U_BUDGET (deep layers'
+ * U is 4x their weights); per chunk, threads take blocks of T tiles and run
+ * input transform, GEMMs and output transform on each while V and M are in
+ * L2. Each output element is computed by the same operations whatever the
+ * block or thread, so results are bitwise identical for any thread count.
+ *
+ * Accuracy: the transforms scale values by up to 100 and cancel, so f32
+ * errors are about ten times those of direct summation (relative to the
+ * largest output, ~1e-6 - 1e-5 for the reductions of real layers). Inf or
+ * NaN anywhere in x or w would spread over whole tiles (Inf - Inf): such
+ * calls are handed to igemm, which computes the products PyTorch does.
+ */
+#include "../internal.h"
+#include "../kernels/kernels.h"
+
+#include <string.h>
+
+enum { MR = NCONV_MR, NR = NCONV_NR, XI = 36 };
+enum { U_BUDGET = 8 << 20 };       /* bytes of transformed weights per output-channel chunk */
+enum { BLOCK_BYTES = 384 << 10 };  /* V and M of a tile block */
+enum { MAX_T = 120, MAX_KD = 64 }; /* tiles per block; depth taps */
+enum { KB = 128 };                 /* weight transform: reduction channels read together */
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    const char *why = NULL;
+    if (c->dt == NCONV_F64) why = "f64 problems run on the reference (f64 accumulation)";
+    else if (dir == NCONV_DIR_BWD_W) why = "computes fwd and bwd_d only";
+    else if (c->G != 1) why = "groups are not supported";
+    else if (c->k[1] != 3 || c->k[2] != 3) why = "needs a 3x3 kernel (x any depth)";
+    else if (c->k[0] > MAX_KD) why = "kernels of more than 64 taps in depth";
+    else if (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1) why = "needs stride 1";
+    else if (dir == NCONV_DIR_BWD_D && c->mode != NCONV_PAD_ZEROS) why = "bwd_d needs zero padding";
+    if (why && why_not) *why_not = why;
+    return !why;
+}
+
+/* The heuristic's choice among applicable algorithms. Measured against
+ * igemm (1 thread): 2-3x faster from 64 tiles of 4 x 4 (8 images of 14 x 14)
+ * and from 8 channels; slower below 64 tiles, where transforming the weights
+ * (4x their size) is not paid back, and a 7 x 7 image wastes 30% of its tiles. */
+static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org);
+static int wino_preferred(const nconv_core *c, nconv_direction dir) {
+    const int bwd = dir == NCONV_DIR_BWD_D;
+    const int64_t *dst = bwd ? c->in : c->out;
+    const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
+    return c->C >= 8 && c->O >= 8 && tiles >= 64;
+}
+
+/* ------------------------------------------------------------- geometry */
+
+/* The forward convolution computed: src (x, or dy for bwd_d) to dst. */
+typedef struct wgeo {
+    int64_t K, cols;          /* channels of src (the reduction per tap) and of dst */
+    int64_t KD;               /* depth taps */
+    int64_t src[3], dst[3];   /* spatial sizes */
+    int64_t pad[3], dil[3];   /* of the forward convolution */
+    int64_t nh, nw;           /* tile origins per plane along H and W */
+    int64_t tiles;            /* N * dst[0] * nh * nw */
+    int64_t panels;           /* column panels of NR over all dst channels */
+    int64_t cpanels, chunks;  /* panels per chunk, chunks */
+    int64_t T, blocks;        /* tiles per block, blocks */
+    int64_t pgroups;          /* a unit of work: a block and one of pgroups ranges of the chunk's panels */
+    int64_t ldv, ldm;         /* row pitch of V and M (floats) */
+} wgeo;
+
+/* Tiles along one axis of size n with dilation d: each of the d phases
+ * (pixels p with p % d fixed) is cut into runs of 4. */
+static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org) {
+    int64_t m = 0;
+    for (int64_t ph = 0; ph < d && ph < n; ph++)
+        for (int64_t o = ph; o < n; o += 4 * d, m++)
+            if (org) org[m] = o;
+    return m;
+}
+
+static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo *g) {
+    const int bwd = dir == NCONV_DIR_BWD_D;
+    g->K = bwd ? c->O : c->C;
+    g->cols = bwd ? c->C : c->O;
+    g->KD = c->k[0];
+    for (int a = 0; a < 3; a++) {
+        g->src[a] = bwd ? c->out[a] : c->in[a];
+        g->dst[a] = bwd ? c->in[a] : c->out[a];
+        g->dil[a] = c->d[a];
+        g->pad[a] = bwd ? (c->k[a] - 1) * c->d[a] - c->pb[a] : c->pb[a];
+    }
+    g->nh = axis_tiles(g->dst[1], g->dil[1], NULL);
+    g->nw = axis_tiles(g->dst[2], g->dil[2], NULL);
+    g->tiles = c->N * g->dst[0] * g->nh * g->nw;
+    g->panels = div_up(g->cols, NR);
+    int64_t pmax = U_BUDGET / ((int64_t)sizeof(float) * XI * g->KD * (g->K > 0 ? g->K : 1) * NR);
+    if (pmax < 1) pmax = 1;
+    g->chunks = div_up(g->panels, pmax);
+    if (g->chunks < 1) g->chunks = 1;
+    g->cpanels = div_up(g->panels, g->chunks);
+    g->ldv = div_up(g->K, 8) * 8 + 8; /* + 8: rows a multiple of 4 KiB apart would share L1 sets */
+    g->ldm = g->cpanels * NR + 8;
+    g->T = BLOCK_BYTES / ((int64_t)sizeof(float) * XI * (g->KD * g->ldv + g->ldm));
+    g->T -= g->T % MR;
+    if (g->T > MAX_T) g->T = MAX_T;
+    if (g->T < MR) g->T = MR;
+    if (g->tiles > 0 && g->T > div_up(g->tiles, MR) * MR) g->T = div_up(g->tiles, MR) * MR;
+    g->blocks = div_up(g->tiles, g->T);
+    /* Few blocks (small images): threads share a block's column panels too. */
+    g->pgroups = 1;
+    if (g->blocks > 0 && g->blocks < 4 * (int64_t)threads) g->pgroups = div_up(4 * (int64_t)threads, g->blocks);
+    if (g->pgroups > g->cpanels) g->pgroups = g->cpanels;
+}
+
+typedef struct ws_sizes {
+    size_t src, dst, u, org, zero, init, scratch; /* scratch: per thread */
+} ws_sizes;
+
+static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
+    wgeo g;
+    geometry(c, dir, threads, &g);
+    s->src = sizeof(float) * (size_t)(c->N * g.src[0] * g.src[1] * g.src[2] * g.K);
+    s->dst = sizeof(float) * (size_t)(c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols);
+    s->u = sizeof(float) * (size_t)(XI * g.cpanels * g.KD * g.K * NR);
+    s->org = sizeof(int64_t) * (size_t)(g.nh + g.nw);
+    s->zero = sizeof(float) * (size_t)(g.K + NR);
+    s->init = sizeof(float) * (size_t)(g.cols);
+    s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8) +
+                 sizeof(float *) * (size_t)(g.KD * g.T + div_up(g.T, MR) * g.KD * MR + XI + 16);
+    if (s->scratch < sizeof(float) * KB * 9 * NR) s->scratch = sizeof(float) * KB * 9 * NR; /* wt_task's */
+    return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
+           nconv__ws_round(s->zero) + nconv__ws_round(s->init) + (size_t)threads * nconv__ws_round(s->scratch);
+}
+
+/* Calls with Inf or NaN go to igemm, in the same workspace. */
+static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    ws_sizes s;
+    const size_t own = sizes(c, dir, threads, &s), other = nconv_algo_igemm.workspace(c, dir, threads);
+    return own > other ? own : other;
+}
+
+/* ------------------------------------------------- weight transform */
+
+typedef struct wt_ctx {
+    const wgeo *g;
+    const nconv_kernels *k;
+    const nconv_view *w;
+    int bwd;
+    int64_t p0;      /* first panel of the chunk */
+    float *u;        /* [xi][cpanels][kd][k][NR] */
+    int *finite;     /* per thread */
+    char *scratch;   /* per thread: KB x 9 x NR floats */
+    size_t scratch_stride;
+} wt_ctx;
+
+/* Row r = (panel p, depth tap kd, reduction channel k) of U: the weights of
+ * column j = (p0 + p) * NR + l, l < NR, of the forward convolution computed
+ * (w[j][k] for fwd, w[k][j] flipped for bwd_d), 3 x 3 taps each, are read
+ * as tap[t * NR + l] and transformed. Weights are megabytes for deep
+ * layers, read once per chunk: every offset is computed outside the loads. */
+static void wt_task(void *arg, int tid, int nthreads) {
+    const wt_ctx *wc = arg;
+    const wgeo *g = wc->g;
+    const nconv_view *w = wc->w;
+    const int64_t rows = g->cpanels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
+    const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
+    int64_t toff[9];
+    for (int64_t t = 0; t < 9; t++) /* bwd_d reads the taps flipped */
+        toff[t] = wc->bwd ? (2 - t / 3) * w->stride[3] + (2 - t % 3) * w->stride[4]
+                          : (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
+    int64_t r0, r1;
+    nconv__split(rows, tid, nthreads, &r0, &r1);
+    float(*tap)[9 * NR] = (float(*)[9 * NR])(wc->scratch + (size_t)tid * wc->scratch_stride), poison[NR] = {0};
+    for (int64_t r = r0; r < r1;) {
+        /* KB rows of consecutive k at once, each column's weights read in memory order
+         * (a column's k x taps is one run in both OIHW and OHWI): one stream at a time
+         * instead of 9 * NR pages per row. */
+        const int64_t p = r / (g->KD * g->K), kd = (r / g->K) % g->KD, k = r % g->K;
+        const int64_t kb = g->K - k < KB ? (g->K - k < r1 - r ? g->K - k : r1 - r) : (KB < r1 - r ? KB : r1 - r);
+        const int64_t base = k * sk + (wc->bwd ? g->KD - 1 - kd : kd) * w->stride[2];
+        for (int64_t l = 0; l < NR; l++) {
+            const int64_t j = (wc->p0 + p) * NR + l;
+            const int64_t off = base + j * sj;
+            if (j >= g->cols) {
+                for (int64_t q = 0; q < kb; q++)
+                    for (int64_t t = 0; t < 9; t++) tap[q][t * NR + l] = 0.0f;
+            } else if (w->dt == NCONV_F32 && sk == 1) {
+                for (int64_t t = 0; t < 9; t++)
+                    for (int64_t q = 0; q < kb; q++) tap[q][t * NR + l] = ((const float *)w->data)[off + toff[t] + q];
+            } else {
+                for (int64_t q = 0; q < kb; q++)
+                    for (int64_t t = 0; t < 9; t++)
+                        tap[q][t * NR + l] = w->dt == NCONV_F32 ? ((const float *)w->data)[off + q * sk + toff[t]]
+                                                                : (float)nconv__load(w->data, w->dt, off + q * sk + toff[t]);
+            }
+        }
+        for (int64_t q = 0; q < kb; q++, r++) {
+            wc->k->wino_w(tap[q], wc->u + r * NR, xs);
+            for (int64_t t = 0; t < 9; t++) /* lanes turn NaN once a weight is Inf or NaN */
+                for (int64_t l = 0; l < NR; l++) poison[l] += tap[q][t * NR + l] - tap[q][t * NR + l];
+        }
+    }
+    int finite = 1;
+    for (int64_t l = 0; l < NR; l++) finite &= poison[l] == 0.0f;
+    wc->finite[tid] = finite;
+}
+
+/* ------------------------------------------------------ tile pipeline */
+
+typedef struct pipe_ctx {
+    const nconv_core *c;
+    const wgeo *g;
+    const nconv_kernels *k;
+    const float *src;
+    float *dst;
+    const float *u, *zero, *init; /* init: bias of dst's channels, or NULL */
+    const int64_t *org_h, *org_w;
+    int64_t o0, on;               /* the chunk's columns */
+    int relu;
+    char *scratch;
+    size_t scratch_stride;
+} pipe_ctx;
+
+/* Tile t: its image n, output plane od and origin (oh0, ow0). */
+static void tile_of(const pipe_ctx *pc, int64_t t, int64_t *n, int64_t *od, int64_t *oh0, int64_t *ow0) {
+    const wgeo *g = pc->g;
+    const int64_t per_plane = g->nh * g->nw, plane = t / per_plane, q = t % per_plane;
+    *n = plane / g->dst[0], *od = plane % g->dst[0];
+    *oh0 = pc->org_h[q / g->nw], *ow0 = pc->org_w[q % g->nw];
+}
+
+/* Block b's input transform: V[kd][xi][tile][k], and the kernel's A pointers
+ * per row tile, a[(rt * KD + kd) * MR + r] (rows past the block repeat its first). */
+static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow, const float **a, float *poison) {
+    const nconv_core *c = pc->c;
+    const wgeo *g = pc->g;
+    const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0;
+    const float *patch[XI];
+    /* Input transform: V[kd][xi][tile][k]; vrow[kd * T + tile] is NULL for a depth tap in padding. */
+    for (int64_t tl = 0; tl < nt; tl++) {
+        int64_t n, od, oh0, ow0;
+        tile_of(pc, t0 + tl, &n, &od, &oh0, &ow0);
+        for (int64_t kd = 0; kd < g->KD; kd++) {
+            const int64_t id = nconv__map_index(od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
+            vrow[kd * T + tl] = NULL;
+            if (id < 0) continue;
+            const float *plane = pc->src + (n * g->src[0] + id) * g->src[1] * g->src[2] * g->K;
+            for (int64_t i = 0; i < 6; i++) {
+                const int64_t ih = nconv__map_index(oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
+                for (int64_t j = 0; j < 6; j++) {
+                    const int64_t iw = nconv__map_index(ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
+                    patch[i * 6 + j] = ih < 0 || iw < 0 ? pc->zero : plane + (ih * g->src[2] + iw) * g->K;
+                }
+            }
+            float *v = V + (kd * XI * T + tl) * g->ldv;
+            pc->k->wino_in(g->K, patch, v, T * g->ldv, poison);
+            vrow[kd * T + tl] = v;
+        }
+    }
+    const int64_t rts = div_up(nt, MR);
+    for (int64_t rt = 0; rt < rts; rt++)
+        for (int64_t kd = 0; kd < g->KD; kd++)
+            for (int64_t r = 0; r < MR; r++) {
+                const int64_t tl = rt * MR + r < nt ? rt * MR + r : rt * MR;
+                const float *v = vrow[kd * T + tl];
+                a[(rt * g->KD + kd) * MR + r] = v ? v : pc->zero;
+            }
+}
+
+/* Block b's GEMMs and output transform for the chunk's panels [p0, p1). */
+static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, float *M, const float *const *a) {
+    const wgeo *g = pc->g;
+    const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0, rts = div_up(nt, MR);
+    /* The GEMMs: M[xi][tile][col] for the chunk's columns; a panel of U stays in L1 over the row tiles. */
+    const int64_t uxs = g->cpanels * g->KD * g->K * NR;
+    float *crow[MR];
+    for (int64_t xi = 0; xi < XI; xi++)
+        for (int64_t p = p0; p < p1; p++) {
+            const float *up = pc->u + xi * uxs + p * g->KD * g->K * NR;
+            const int64_t nc = pc->on - p * NR < NR ? pc->on - p * NR : NR;
+            for (int64_t rt = 0; rt < rts; rt++) {
+                const int64_t mr = nt - rt * MR < MR ? nt - rt * MR : MR;
+                for (int64_t r = 0; r < MR; r++) crow[r] = M + (xi * T + rt * MR + (r < mr ? r : 0)) * g->ldm + p * NR;
+                pc->k->igemm(mr, nc, g->K, g->KD, a + rt * g->KD * MR, xi * T * g->ldv, pc->zero, up, crow,
+                             pc->zero + g->K, 0);
+            }
+        }
+    /* Output transform into dst (pixels outside the image skipped). */
+    const int64_t j0 = p0 * NR, jn = (p1 * NR < pc->on ? p1 * NR : pc->on) - j0;
+    float *out[16];
+    for (int64_t tl = 0; tl < nt; tl++) {
+        int64_t n, od, oh0, ow0;
+        tile_of(pc, t0 + tl, &n, &od, &oh0, &ow0);
+        float *plane = pc->dst + (n * g->dst[0] + od) * g->dst[1] * g->dst[2] * g->cols + pc->o0 + j0;
+        for (int64_t i = 0; i < 4; i++) {
+            const int64_t oh = oh0 + i * g->dil[1];
+            for (int64_t j = 0; j < 4; j++) {
+                const int64_t ow = ow0 + j * g->dil[2];
+                out[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? plane + (oh * g->dst[2] + ow) * g->cols : NULL;
+            }
+        }
+        pc->k->wino_out(jn, M + tl * g->ldm + j0, T * g->ldm, pc->init ? pc->init + pc->o0 + j0 : NULL, out, pc->relu);
+    }
+}
+
+static void pipe_task(void *arg, int tid, int nthreads) {
+    const pipe_ctx *pc = arg;
+    const wgeo *g = pc->g;
+    char *s = pc->scratch + (size_t)tid * pc->scratch_stride;
+    float *V = (float *)s, *M = V + XI * g->T * g->KD * g->ldv, *poison = M + XI * g->T * g->ldm;
+    const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
+    const int64_t np = div_up(pc->on, NR);
+    int64_t u0, u1, have = -1;
+    nconv__split(g->blocks * g->pgroups, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t b = u / g->pgroups, q = u % g->pgroups;
+        if (b != have) block_in(pc, b, V, vrow, a, poison); /* a thread's units of one block share V */
+        have = b;
+        int64_t p0, p1;
+        nconv__split(np, (int)q, (int)g->pgroups, &p0, &p1);
+        if (p0 < p1) block_out(pc, b, p0, p1, M, a);
+    }
+}
+
+static nconv_status wino_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    const int bwd = e->dir == NCONV_DIR_BWD_D, threads = e->threads;
+    wgeo g;
+    geometry(c, e->dir, threads, &g);
+    const size_t mark = e->ws->used;
+    ws_sizes s;
+    sizes(c, e->dir, threads, &s);
+    float *srcb = nconv__arena_take(e->ws, s.src), *dstb = nconv__arena_take(e->ws, s.dst);
+    float *u = nconv__arena_take(e->ws, s.u), *zero = nconv__arena_take(e->ws, s.zero);
+    float *init = nconv__arena_take(e->ws, s.init);
+    int64_t *org = nconv__arena_take(e->ws, s.org);
+    char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
+    if (!srcb || !dstb || !u || !zero || !init || !org || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm winograd");
+    memset(zero, 0, s.zero);
+    axis_tiles(g.dst[1], g.dil[1], org);
+    axis_tiles(g.dst[2], g.dil[2], org + g.nh);
+    const nconv_kernels *k = nconv__kernels();
+
+    const float *src = nconv__nxc_input(e, bwd ? e->y : e->x, srcb);
+    const nconv_view *out = bwd ? e->x : e->y;
+    int fuse;
+    float *dst = nconv__nxc_output(out, e->epi, dstb, &fuse);
+    const int bias = fuse && e->epi && e->epi->bias;
+    if (bias) nconv__epi_init(e->epi, init, g.cols);
+
+    int finite[NCONV_MAX_THREADS];
+    pipe_ctx pc = {c, &g, k, src, dst, u, zero, bias ? init : NULL, org, org + g.nh, 0, 0,
+                   fuse && e->epi && e->epi->relu, scratch, nconv__ws_round(s.scratch)};
+    for (int64_t ch = 0; ch < g.chunks; ch++) {
+        pc.o0 = ch * g.cpanels * NR;
+        if (pc.o0 >= g.cols) break;
+        pc.on = g.cols - pc.o0 < g.cpanels * NR ? g.cols - pc.o0 : g.cpanels * NR;
+        for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+        wt_ctx wc = {&g, k, e->w, bwd, ch * g.cpanels, u, finite, scratch, pc.scratch_stride};
+        nconv__parallel(e, wt_task, &wc);
+        int ok = 1;
+        for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
+        if (ch == 0)
+            for (int i = 0; i < threads; i++)
+                memset(scratch + (size_t)i * pc.scratch_stride + sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm)),
+                       0, 8 * sizeof(float));
+        if (ok) nconv__parallel(e, pipe_task, &pc);
+        /* The first chunk transformed every input patch: its poison tells whether x is finite. */
+        for (int i = 0; ok && ch == 0 && i < threads; i++) {
+            const float *poison = (const float *)(scratch + (size_t)i * pc.scratch_stride) + XI * g.T * (g.KD * g.ldv + g.ldm);
+            for (int l = 0; l < 8; l++) ok &= poison[l] == 0.0f;
+        }
+        if (!ok) {
+            e->ws->used = mark;
+            return nconv_algo_igemm.run(e);
+        }
+    }
+    if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
+    return NCONV_OK;
+}
+
+const nconv_algo nconv_algo_winograd = {"winograd", wino_applies, wino_workspace, wino_run, wino_preferred};
