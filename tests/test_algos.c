@@ -285,22 +285,23 @@ static void run_ref_1_3(nconv_context *ref, nconv_context *ctx, const nconv_prob
     CHECK(run_all(ctx, p, b) == NCONV_OK, "%s", nconv_last_error());
 }
 
-/* Forward, then backward-data alone (dw and db not asked for): winograd's directions. */
-static nconv_status run_fwd_bwd_d(nconv_context *ctx, const nconv_problem *p, operands *o) {
+/* Forward, then backward: dx unless without_dx (padding modes other than
+ * zeros, whose backward-data winograd leaves to igemm and gemm), dw, db. */
+static nconv_status run_wino(nconv_context *ctx, const nconv_problem *p, operands *o, int without_dx) {
     nconv_status st = nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL,
                                     o->has_z ? &o->z.t : NULL, &o->y.t, NULL, 0);
     if (st) return st;
-    return nconv_backward(ctx, p, &o->epi, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, &o->dx.t, NULL, NULL,
-                          o->has_z ? &o->dz.t : NULL, NULL, 0);
+    return nconv_backward(ctx, p, &o->epi, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, without_dx ? NULL : &o->dx.t,
+                          &o->dw.t, o->has_b ? &o->db.t : NULL, o->has_z ? &o->dz.t : NULL, NULL, 0);
 }
 
-/* Winograd F(4x4, 3x3) (fwd and bwd_d; transposed problems swap them) on
- * random 3x3 (x depth 1-3) stride-1 problems: dilations 1-3, padding wider
- * than the kernel or negative at the end, every padding mode forward,
- * channels on both sides of the 8- and 16-lane tails, every layout and
- * epilogue, f32 and f16, against the reference; the same bits for 1 and 3
- * threads. The transforms cancel large terms: f32 errors are about ten times
- * those of direct summation, hence its tolerance of 5e-5 (1e-5 elsewhere). */
+/* Winograd F(4x4, 3x3) (fwd, bwd_d, bwd_w; transposed problems swap fwd and
+ * bwd_d) on random 3x3 (x depth 1-3) stride-1 problems: dilations 1-3,
+ * padding wider than the kernel or negative at the end, every padding mode
+ * (dx then left out), channels on both sides of the 8- and 16-lane tails,
+ * every layout and epilogue, f32 and f16, against the reference; the same
+ * bits for 1 and 3 threads. The transforms cancel large terms: f32 errors
+ * are about ten times those of direct summation, hence 5e-5 (1e-5 elsewhere). */
 static void test_winograd(void) {
     nconv_context *ref, *ctx;
     nconv_context_create(&ref);
@@ -317,8 +318,8 @@ static void test_winograd(void) {
         p.out_channels = test_int(&rng, 1, 3) == 1 ? test_int(&rng, 1, 7) : test_int(&rng, 8, 40);
         p.transposed = test_int(&rng, 0, 3) == 0;
         p.dtype = test_int(&rng, 0, 4) ? NCONV_F32 : NCONV_F16;
-        const int fwd_only = !p.transposed && test_int(&rng, 0, 3) == 0;
-        if (fwd_only) p.padding_mode = (nconv_padding_mode)test_int(&rng, 1, 3);
+        const int no_dx = !p.transposed && test_int(&rng, 0, 3) == 0;
+        if (no_dx) p.padding_mode = (nconv_padding_mode)test_int(&rng, 1, 3);
         for (int i = 0; i < p.ndims; i++) {
             const int depth = p.ndims == 3 && i == 0;
             p.in_size[i] = depth ? test_int(&rng, 1, 4) : test_int(&rng, 1, 14);
@@ -330,10 +331,10 @@ static void test_winograd(void) {
         }
         if (nconv_problem_validate(&p) != NCONV_OK) continue;
         int applies = 1;
-        for (int dir = 0; dir < 2; dir++) {
+        for (int dir = 0; dir < 3; dir++) {
             int one = 0;
             nconv_algorithm_applies("winograd", &p, (nconv_direction)dir, &one, NULL);
-            applies &= one || (fwd_only && dir == 1);
+            applies &= one || (no_dx && dir == 1);
         }
         char desc[512] = "";
         nconv_problem_to_desc(&p, desc, sizeof desc);
@@ -347,18 +348,17 @@ static void test_winograd(void) {
         r.epi = a.epi = b.epi = (nconv_epilogue){test_int(&rng, 0, 1) ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
         operands *o[3] = {&r, &a, &b};
         for (int k = 0; k < 3; k++) {
-            nconv_context *c = k ? ctx : ref;
             nconv_context_set_threads(ctx, k == 2 ? 3 : 1);
-            const nconv_status st = fwd_only ? nconv_forward(c, &p, &o[k]->epi, &o[k]->x.t, &o[k]->w.t,
-                                                             o[k]->has_b ? &o[k]->b.t : NULL,
-                                                             o[k]->has_z ? &o[k]->z.t : NULL, &o[k]->y.t, NULL, 0)
-                                             : run_fwd_bwd_d(c, &p, o[k]);
-            CHECK(st == NCONV_OK, "%s on %s: %s", k ? "winograd" : "ref", desc, nconv_last_error());
+            CHECK(run_wino(k ? ctx : ref, &p, o[k], no_dx) == NCONV_OK, "%s on %s: %s", k ? "winograd" : "ref", desc,
+                  nconv_last_error());
         }
         const double tol = p.dtype == NCONV_F32 ? 5e-5 : tolerance(p.dtype);
-        const double ey = rel_err(&a.y, &r.y, p.dtype), ex = fwd_only ? 0 : rel_err(&a.dx, &r.dx, p.dtype);
-        CHECK(ey <= tol && ex <= tol, "winograd on %s (layout %d): y err %g, dx err %g", desc, layout, ey, ex);
-        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && (fwd_only || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)),
+        const double ey = rel_err(&a.y, &r.y, p.dtype), ex = no_dx ? 0 : rel_err(&a.dx, &r.dx, p.dtype),
+                     ew = rel_err(&a.dw, &r.dw, p.dtype);
+        CHECK(ey <= tol && ex <= tol && ew <= tol, "winograd on %s (layout %d): y err %g, dx err %g, dw err %g", desc,
+              layout, ey, ex, ew);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && (no_dx || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)) &&
+                  !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
               "winograd on %s: results differ between 1 and 3 threads", desc);
         compared++;
         operands_free(&r), operands_free(&a), operands_free(&b);
@@ -368,22 +368,60 @@ static void test_winograd(void) {
     nconv_context_destroy(ctx);
 }
 
-/* Inf or NaN in x or w: winograd's transforms would turn one Inf into NaN
- * over its whole tile (Inf - Inf), so such calls must give igemm's results,
- * bit for bit (igemm computes the products PyTorch does). */
+/* Winograd with several output-channel chunks (U and S over 8 MiB) and
+ * tile blocks (bwd_w's S accumulates over blocks), against igemm (itself
+ * checked against the reference above; the reference would take seconds
+ * here); the same bits for 1 and 3 threads. */
+/* A 2D 3 x 3 problem, padding 1 (the output keeps the input's size). */
+static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t h, int64_t w) {
+    nconv_problem_init(p, 2);
+    p->batch = n, p->in_channels = c, p->out_channels = o;
+    p->in_size[0] = h, p->in_size[1] = w, p->kernel[0] = p->kernel[1] = 3;
+    p->pad_begin[0] = p->pad_begin[1] = p->pad_end[0] = p->pad_end[1] = 1;
+}
+
+static void igemm_and_winograd(nconv_context **ig, nconv_context **wg) {
+    nconv_context_create(ig);
+    nconv_context_create(wg);
+    nconv_context_set_algorithm(*ig, "igemm");
+    nconv_context_set_algorithm(*wg, "winograd");
+}
+
+static void test_winograd_blocks(void) {
+    nconv_context *ig, *wg;
+    igemm_and_winograd(&ig, &wg);
+    uint64_t rng = 8;
+    nconv_problem p;
+    same_3x3(&p, 2, 272, 280, 24, 46);
+    operands r, a, b;
+    operands_make3(&r, &a, &b, &p, LAYOUT_NXC, &rng);
+    r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+    CHECK(run_wino(ig, &p, &r, 0) == NCONV_OK, "igemm: %s", nconv_last_error());
+    nconv_context_set_threads(wg, 1);
+    CHECK(run_wino(wg, &p, &a, 0) == NCONV_OK, "winograd: %s", nconv_last_error());
+    nconv_context_set_threads(wg, 3);
+    CHECK(run_wino(wg, &p, &b, 0) == NCONV_OK, "winograd: %s", nconv_last_error());
+    const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
+                 ew = rel_err(&a.dw, &r.dw, NCONV_F32);
+    CHECK(ey <= 5e-5 && ex <= 5e-5 && ew <= 5e-5, "winograd blocks: y err %g, dx err %g, dw err %g", ey, ex, ew);
+    CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+              !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
+          "winograd blocks: results differ between 1 and 3 threads");
+    operands_free(&r), operands_free(&a), operands_free(&b);
+    nconv_context_destroy(ig);
+    nconv_context_destroy(wg);
+}
+
+/* Inf or NaN in x, w or dy: winograd's transforms would turn one Inf into
+ * NaN over its whole tile (Inf - Inf), so such calls must give igemm's
+ * results, bit for bit (igemm computes the products PyTorch does). */
 static void test_winograd_nonfinite(void) {
     nconv_context *ig, *wg;
-    nconv_context_create(&ig);
-    nconv_context_create(&wg);
-    nconv_context_set_algorithm(ig, "igemm");
-    nconv_context_set_algorithm(wg, "winograd");
+    igemm_and_winograd(&ig, &wg);
     uint64_t rng = 5;
     for (int i = 0; i < 4; i++) {
         nconv_problem p;
-        nconv_problem_init(&p, 2);
-        p.batch = 2, p.in_channels = 12, p.out_channels = 20;
-        p.in_size[0] = 9, p.in_size[1] = 10, p.kernel[0] = p.kernel[1] = 3;
-        p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = 1;
+        same_3x3(&p, 2, 12, 20, 9, 10);
         operands r, a, b;
         operands_make3(&r, &a, &b, &p, i % 2 ? LAYOUT_NXC : LAYOUT_NCX, &rng);
         a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
@@ -392,10 +430,11 @@ static void test_winograd_nonfinite(void) {
         tensor *t[2] = {i == 0 ? &a.x : i == 1 ? &a.w : i == 2 ? &a.dy : &a.w,
                         i == 0 ? &b.x : i == 1 ? &b.w : i == 2 ? &b.dy : &b.w};
         for (int k = 0; k < 2; k++) nconv__store1(t[k]->buf, NCONV_F32, 17, bad);
-        CHECK(run_fwd_bwd_d(ig, &p, &a) == NCONV_OK && run_fwd_bwd_d(wg, &p, &b) == NCONV_OK, "%s",
-              nconv_last_error());
-        /* A direction with finite operands runs Winograd (other bits): only the poisoned ones are compared. */
-        CHECK((i == 2 || !memcmp(a.y.buf, b.y.buf, a.y.bytes)) && (i == 0 || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)),
+        CHECK(run_wino(ig, &p, &a, 0) == NCONV_OK && run_wino(wg, &p, &b, 0) == NCONV_OK, "%s", nconv_last_error());
+        /* A direction with finite operands runs Winograd (other bits): only the poisoned ones are
+         * compared (y reads x and w, dx dy and w, dw x and dy). */
+        CHECK((i == 2 || !memcmp(a.y.buf, b.y.buf, a.y.bytes)) && (i == 0 || !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes)) &&
+                  (i % 2 || !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes)),
               "non-finite case %d: winograd's results are not igemm's", i);
         operands_free(&r), operands_free(&a), operands_free(&b);
     }
@@ -655,6 +694,7 @@ static void test_bw_chunks(void) {
 
 int main(void) {
     test_winograd();
+    test_winograd_blocks();
     test_winograd_nonfinite();
     test_bw_chunks();
     test_grouped();

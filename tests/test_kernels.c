@@ -374,6 +374,55 @@ static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
         }
         free(src), free(zero), free(dst), free(y), free(init);
     }
+    /* Backward-weights: the dy tile transform A dY A^T (NULL pixels are zeros) and G^T S G. */
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        const int64_t n = ns[ni], xs = n + 5;
+        float *src = malloc(sizeof(float) * (size_t)(16 * n)), *z = malloc(sizeof(float) * (size_t)(36 * xs));
+        float *w = malloc(sizeof(float) * (size_t)(9 * xs)), poison[8] = {0};
+        const float *sp[16];
+        for (int i = 0; i < 16 * n; i++) src[i] = (float)test_uniform(rng);
+        for (int i = 0; i < 16; i++) sp[i] = i % 6 == 5 ? NULL : src + i * n;
+        for (int i = 0; i < 36 * xs; i++) z[i] = -7.0f;
+        k->wino_dy(n, sp, z, xs, poison);
+        double A[6][4]; /* A = (A^T)^T */
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 4; j++) A[i][j] = wAT[j][i];
+        for (int64_t c = 0; c < n; c++) {
+            double want[36];
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double acc = 0;
+                    for (int a = 0; a < 4; a++)
+                        for (int b = 0; b < 4; b++) acc += A[i][a] * (sp[a * 4 + b] ? sp[a * 4 + b][c] : 0.0) * A[j][b];
+                    want[i * 6 + j] = acc;
+                }
+            for (int i = 0; i < 36; i++)
+                CHECK(fabs(z[i * xs + c] - want[i]) <= 1e-5 * 100, "%s wino_dy n %lld: [%d][%lld] %g, want %g", k->name,
+                      (long long)n, i, (long long)c, z[i * xs + c], want[i]);
+        }
+        for (int i = 0; i < 36; i++)
+            for (int64_t c = n; c < xs; c++) CHECK(z[i * xs + c] == -7.0f, "%s wino_dy wrote past n %lld", k->name, (long long)n);
+        for (int l = 0; l < 8; l++) CHECK(poison[l] == 0.0f, "%s wino_dy: finite inputs poisoned lane %d", k->name, l);
+        src[(int)(4 * n) + n - 1] = NAN; /* pixel 4, last channel */
+        k->wino_dy(n, sp, z, xs, poison);
+        CHECK(poison[(n - 1) % 8] != poison[(n - 1) % 8], "%s wino_dy n %lld: NaN not flagged", k->name, (long long)n);
+
+        for (int i = 0; i < 36 * xs; i++) z[i] = (float)test_uniform(rng);
+        for (int i = 0; i < 9 * xs; i++) w[i] = -9.0f;
+        k->wino_wgrad(n, z, xs, w, xs);
+        for (int64_t c = 0; c < n; c++)
+            for (int p = 0; p < 3; p++)
+                for (int q = 0; q < 3; q++) {
+                    double acc = 0;
+                    for (int a = 0; a < 6; a++)
+                        for (int b = 0; b < 6; b++) acc += wG[a][p] * z[(a * 6 + b) * xs + c] * wG[b][q];
+                    CHECK(fabs(w[(p * 3 + q) * xs + c] - acc) <= 1e-6 * 10, "%s wino_wgrad n %lld: [%d][%d][%lld] %g, want %g",
+                          k->name, (long long)n, p, q, (long long)c, w[(p * 3 + q) * xs + c], acc);
+                }
+        for (int i = 0; i < 9; i++)
+            for (int64_t c = n; c < xs; c++) CHECK(w[i * xs + c] == -9.0f, "%s wino_wgrad wrote past n %lld", k->name, (long long)n);
+        free(src), free(z), free(w);
+    }
     /* Weight transform: 16 columns of 3 x 3 taps. */
     float g[9 * 16], u[36 * 20];
     for (int i = 0; i < 9 * 16; i++) g[i] = (float)test_uniform(rng);

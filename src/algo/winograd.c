@@ -44,7 +44,6 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     const char *why = NULL;
     if (c->dt == NCONV_F64) why = "f64 problems run on the reference (f64 accumulation)";
-    else if (dir == NCONV_DIR_BWD_W) why = "computes fwd and bwd_d only";
     else if (c->G != 1) why = "groups are not supported";
     else if (c->k[1] != 3 || c->k[2] != 3) why = "needs a 3x3 kernel (x any depth)";
     else if (c->k[0] > MAX_KD) why = "kernels of more than 64 taps in depth";
@@ -55,13 +54,16 @@ static int wino_applies(const nconv_core *c, nconv_direction dir, const char **w
 }
 
 /* The heuristic's choice among applicable algorithms. Measured against
- * igemm (1 thread): 2-3x faster from 64 tiles of 4 x 4 (8 images of 14 x 14)
- * and from 8 channels; slower below 64 tiles, where transforming the weights
- * (4x their size) is not paid back, and a 7 x 7 image wastes 30% of its tiles. */
+ * igemm (1 thread), fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8
+ * images of 14 x 14) and from 8 channels; slower below 64 tiles, where
+ * transforming the weights (4x their size) is not paid back, and a 7 x 7
+ * image wastes 30% of its tiles. bwd_w transforms no weights: 1.1-1.6x
+ * faster down to 16 tiles, slower with input channels under 16 (V's panels
+ * of 16 half empty). */
 static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org);
 static int wino_preferred(const nconv_core *c, nconv_direction dir) {
-    const int bwd = dir == NCONV_DIR_BWD_D;
-    const int64_t *dst = bwd ? c->in : c->out;
+    if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8;
+    const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
     const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
     return c->C >= 8 && c->O >= 8 && tiles >= 64;
 }
@@ -147,12 +149,6 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
            nconv__ws_round(s->zero) + nconv__ws_round(s->init) + (size_t)threads * nconv__ws_round(s->scratch);
 }
 
-/* Calls with Inf or NaN go to igemm, in the same workspace. */
-static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    ws_sizes s;
-    const size_t own = sizes(c, dir, threads, &s), other = nconv_algo_igemm.workspace(c, dir, threads);
-    return own > other ? own : other;
-}
 
 /* ------------------------------------------------- weight transform */
 
@@ -337,7 +333,7 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     }
 }
 
-static nconv_status wino_run(const nconv_exec *e) {
+static nconv_status fwd_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const int bwd = e->dir == NCONV_DIR_BWD_D, threads = e->threads;
     wgeo g;
@@ -394,5 +390,234 @@ static nconv_status wino_run(const nconv_exec *e) {
     if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
     return NCONV_OK;
 }
+
+/* ------------------------------------------------------ backward-weights */
+
+/*
+ * dw = G^T S G with S[kd][xi][o][c] = sum over tiles of Z[xi][tile][o] * V[kd][xi][tile][c],
+ * Z = A dY A^T the transformed 4 x 4 dy tile, V = B^T d B the forward's input patch
+ * transform: the gradient of the forward's tile product. Output channels go in
+ * chunks whose S fits U_BUDGET; per chunk, blocks of T tiles are transformed
+ * (threads split the tiles), then their 36 x KD GEMMs accumulate into S (threads
+ * split (kd, xi): every S element adds its blocks in block order, whatever the
+ * thread count), then S is transformed into dw.
+ */
+enum { BW_BYTES = 4 << 20, BW_MAX_T = 192 }; /* V and Z of a block, each at most; tiles per block */
+
+typedef struct bgeo {
+    wgeo g;           /* tiles of dy (the forward's output), patches of x */
+    int64_t CP, ldc;  /* panels of NR input channels; S row pitch (CP * NR) */
+    int64_t ob, ldz;  /* output channels per chunk (a multiple of MR); Z row pitch */
+    int64_t T, blocks;
+} bgeo;
+
+static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
+    geometry(c, NCONV_DIR_FWD, threads, &b->g);
+    const int64_t KD = b->g.KD;
+    b->CP = div_up(c->C, NR), b->ldc = b->CP * NR;
+    int64_t ob = U_BUDGET / ((int64_t)sizeof(float) * KD * XI * b->ldc);
+    ob -= ob % MR;
+    if (ob < MR) ob = MR;
+    const int64_t chunks = div_up(c->O, ob);
+    b->ob = div_up(div_up(c->O, chunks > 0 ? chunks : 1), MR) * MR;
+    b->ldz = b->ob;
+    int64_t T = BW_BYTES / ((int64_t)sizeof(float) * KD * XI * b->ldc);
+    const int64_t tz = BW_BYTES / ((int64_t)sizeof(float) * XI * b->ldz);
+    if (tz < T) T = tz;
+    if (T > BW_MAX_T) T = BW_MAX_T;
+    if (T > b->g.tiles) T = b->g.tiles;
+    if (T < 1) T = 1;
+    b->T = T;
+    b->blocks = div_up(b->g.tiles, T);
+}
+
+struct bw_sizes {
+    size_t x, dy, s, v, z, zero, org, scratch; /* scratch: per thread */
+};
+
+static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
+    bgeo b;
+    bw_geometry(c, threads, &b);
+    s->x = sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C);
+    s->dy = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O);
+    s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc);
+    s->v = sizeof(float) * (size_t)(b.g.KD * XI * b.ldc * b.T);
+    s->z = sizeof(float) * (size_t)(XI * b.T * b.ldz);
+    s->zero = sizeof(float) * (size_t)(b.ldc + NR);
+    s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
+    const size_t packed = sizeof(float) * (size_t)(b.ob * b.T), wout = sizeof(float) * (size_t)(9 * c->C);
+    s->scratch = (packed > wout ? packed : wout) + 8 * sizeof(float); /* + the poison lanes */
+    return nconv__ws_round(s->x) + nconv__ws_round(s->dy) + nconv__ws_round(s->s) + nconv__ws_round(s->v) +
+           nconv__ws_round(s->z) + nconv__ws_round(s->zero) + nconv__ws_round(s->org) +
+           (size_t)threads * nconv__ws_round(s->scratch);
+}
+
+typedef struct bw_ctx {
+    const nconv_core *c;
+    const bgeo *b;
+    const nconv_kernels *k;
+    const float *x, *dy, *zero;
+    const int64_t *org_h, *org_w;
+    float *S, *V, *Z;
+    const nconv_view *w;
+    int64_t o0, on, t0, nt; /* the chunk's output channels; the block's tiles */
+    int first;              /* the chunk's first block: S starts from zero */
+    char *scratch;
+    size_t scratch_stride;
+} bw_ctx;
+
+static float *bw_poison(const bw_ctx *bc, int tid) {
+    return (float *)(bc->scratch + (size_t)tid * bc->scratch_stride + bc->scratch_stride) - 8;
+}
+
+/* The block's transforms: Z[xi][tile][o] for the chunk, V[kd][xi][panel][tile][NR] (zeros for a depth tap in padding). */
+static void bw_transform_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    const nconv_core *c = bc->c;
+    const wgeo *g = &bc->b->g;
+    const int64_t T = bc->b->T, CP = bc->b->CP;
+    float *poison = bw_poison(bc, tid);
+    const float *ysrc[16], *patch[XI], *pp[XI];
+    int64_t a, e;
+    nconv__split(bc->nt, tid, nthreads, &a, &e);
+    for (int64_t tl = a; tl < e; tl++) {
+        const int64_t t = bc->t0 + tl, per_plane = g->nh * g->nw, q = t % per_plane;
+        const int64_t n = t / per_plane / g->dst[0], od = t / per_plane % g->dst[0];
+        const int64_t oh0 = bc->org_h[q / g->nw], ow0 = bc->org_w[q % g->nw];
+        const float *dplane = bc->dy + (n * g->dst[0] + od) * g->dst[1] * g->dst[2] * c->O + bc->o0;
+        for (int64_t i = 0; i < 4; i++)
+            for (int64_t j = 0; j < 4; j++) {
+                const int64_t oh = oh0 + i * g->dil[1], ow = ow0 + j * g->dil[2];
+                ysrc[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? dplane + (oh * g->dst[2] + ow) * c->O : NULL;
+            }
+        bc->k->wino_dy(bc->on, ysrc, bc->Z + tl * bc->b->ldz, T * bc->b->ldz, poison);
+        for (int64_t kd = 0; kd < g->KD; kd++) {
+            float *v = bc->V + kd * XI * CP * T * NR + tl * NR;
+            const int64_t id = nconv__map_index(od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
+            if (id < 0) {
+                for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
+                continue;
+            }
+            const float *plane = bc->x + (n * g->src[0] + id) * g->src[1] * g->src[2] * c->C;
+            for (int64_t i = 0; i < 6; i++) {
+                const int64_t ih = nconv__map_index(oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
+                for (int64_t j = 0; j < 6; j++) {
+                    const int64_t iw = nconv__map_index(ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
+                    patch[i * 6 + j] = ih < 0 || iw < 0 ? bc->zero : plane + (ih * g->src[2] + iw) * c->C;
+                }
+            }
+            for (int64_t cp = 0; cp < CP; cp++) { /* the zero row is ldc + NR long: offsets stay inside it */
+                for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
+                const int64_t n16 = c->C - cp * NR < NR ? c->C - cp * NR : NR;
+                bc->k->wino_in(n16, pp, v + cp * T * NR, CP * T * NR, poison);
+            }
+        }
+    }
+}
+
+/* The block's GEMMs, a (kd, xi) per unit: S[kd][xi][o][c] (+)= sum_tiles Z[xi][tile][o] * V[kd][xi][c-panel][tile][c]. */
+static void bw_gemm_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    const bgeo *b = bc->b;
+    const int64_t T = b->T, nt = bc->nt, blocks = div_up(bc->on, MR), C = bc->c->C;
+    float *ap = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride);
+    int64_t u0, u1;
+    nconv__split(b->g.KD * XI, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t kd = u / XI, xi = u % XI;
+        /* Z's rows of this xi, packed in row tiles of MR output channels: ap[blk][tile][r]. */
+        const float *z = bc->Z + xi * T * b->ldz;
+        for (int64_t blk = 0; blk < blocks; blk++)
+            for (int64_t tl = 0; tl < nt; tl++)
+                for (int64_t r = 0; r < MR; r++) {
+                    const int64_t o = blk * MR + r;
+                    ap[(blk * T + tl) * MR + r] = o < bc->on ? z[tl * b->ldz + o] : 0.0f;
+                }
+        for (int64_t cp = 0; cp < b->CP; cp++) {
+            const float *v = bc->V + ((kd * XI + xi) * b->CP + cp) * T * NR;
+            const int64_t nc = C - cp * NR < NR ? C - cp * NR : NR;
+            for (int64_t blk = 0; blk < blocks; blk++) {
+                const int64_t mr = bc->on - blk * MR < MR ? bc->on - blk * MR : MR;
+                float *s = bc->S + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;
+                bc->k->gemm(mr, nc, nt, ap + blk * T * MR, v, s, b->ldc, NULL, bc->first ? 0 : NCONV_GEMM_ACCUMULATE);
+            }
+        }
+    }
+}
+
+/* dw[o][c][kd] = G^T S[kd][.][o][c] G, into the caller's layout. */
+static void bw_out_task(void *arg, int tid, int nthreads) {
+    const bw_ctx *bc = arg;
+    const bgeo *b = bc->b;
+    const nconv_view *w = bc->w;
+    const int64_t C = bc->c->C;
+    float *tmp = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride);
+    int64_t u0, u1;
+    nconv__split(bc->on * b->g.KD, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t o = u / b->g.KD, kd = u % b->g.KD;
+        bc->k->wino_wgrad(C, bc->S + (kd * XI * b->ob + o) * b->ldc, b->ob * b->ldc, tmp, C);
+        const int64_t base = (bc->o0 + o) * w->stride[0] + kd * w->stride[2];
+        for (int64_t t = 0; t < 9; t++) {
+            const int64_t off = base + (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
+            for (int64_t ch = 0; ch < C; ch++) {
+                if (w->dt == NCONV_F32) ((float *)w->data)[off + ch * w->stride[1]] = tmp[t * C + ch];
+                else nconv__store1(w->data, w->dt, off + ch * w->stride[1], tmp[t * C + ch]);
+            }
+        }
+    }
+}
+
+static nconv_status bwd_w_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    const int threads = e->threads;
+    bgeo b;
+    bw_geometry(c, threads, &b);
+    const size_t mark = e->ws->used;
+    struct bw_sizes s;
+    bw_sizes(c, threads, &s);
+    float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.dy);
+    float *S = nconv__arena_take(e->ws, s.s), *V = nconv__arena_take(e->ws, s.v), *Z = nconv__arena_take(e->ws, s.z);
+    float *zero = nconv__arena_take(e->ws, s.zero);
+    int64_t *org = nconv__arena_take(e->ws, s.org);
+    char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
+    if (!xb || !yb || !S || !V || !Z || !zero || !org || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm winograd");
+    memset(zero, 0, s.zero);
+    axis_tiles(b.g.dst[1], b.g.dil[1], org);
+    axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
+    bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
+                 org, org + b.g.nh, S, V, Z, e->w, 0, 0, 0, 0, 1, scratch, nconv__ws_round(s.scratch)};
+    for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
+    for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {
+        bc.on = c->O - bc.o0 < b.ob ? c->O - bc.o0 : b.ob;
+        if (b.blocks == 0) memset(S, 0, s.s); /* no pixels: dw is zero */
+        for (int64_t blk = 0; blk < b.blocks; blk++) {
+            bc.t0 = blk * b.T, bc.nt = b.g.tiles - bc.t0 < b.T ? b.g.tiles - bc.t0 : b.T, bc.first = blk == 0;
+            nconv__parallel(e, bw_transform_task, &bc);
+            int ok = 1;
+            for (int i = 0; i < threads; i++)
+                for (int l = 0; l < 8; l++) ok &= bw_poison(&bc, i)[l] == 0.0f;
+            if (!ok) {
+                e->ws->used = mark;
+                return nconv_algo_igemm.run(e);
+            }
+            nconv__parallel(e, bw_gemm_task, &bc);
+        }
+        nconv__parallel(e, bw_out_task, &bc);
+    }
+    return NCONV_OK;
+}
+
+/* Calls with Inf or NaN go to igemm, in the same workspace. */
+static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    ws_sizes s;
+    struct bw_sizes b;
+    const size_t own = dir == NCONV_DIR_BWD_W ? bw_sizes(c, threads, &b) : sizes(c, dir, threads, &s);
+    const size_t other = nconv_algo_igemm.workspace(c, dir, threads);
+    return own > other ? own : other;
+}
+
+static nconv_status wino_run(const nconv_exec *e) { return e->dir == NCONV_DIR_BWD_W ? bwd_w_run(e) : fwd_run(e); }
 
 const nconv_algo nconv_algo_winograd = {"winograd", wino_applies, wino_workspace, wino_run, wino_preferred};

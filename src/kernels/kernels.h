@@ -107,11 +107,19 @@ typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *
  * out: dst[4 * i + j][c] = act(init[c] (or 0) + (A^T m A)[i][j]) with
  *      m[i][j] = m[(6 * i + j) * xs + c], c < n; a NULL dst[4 * i + j] is skipped.
  * w:   dst[xi * xs + l] = (G g G^T)[i][j] with g[kh][kw] = g[(3 * kh + kw) * 16 + l], l < 16.
+ * Backward-weights, dw = G^T (sum over tiles of (A dY A^T) * V) G:
+ * dy:    dst[xi * xs + c] = (A dY A^T)[i][j] with dY[i][j] = src[4 * i + j][c] (a NULL src[..] is
+ *        zeros), c < n; poison as for in.
+ * wgrad: dst[(3 * kh + kw) * ds + c] = (G^T S G)[kh][kw] with S[i][j] = s[(6 * i + j) * xs + c], c < n.
  */
 typedef void (*nconv_f32_wino_in_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 typedef void (*nconv_f32_wino_out_fn)(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
                                       int relu);
 typedef void (*nconv_f32_wino_w_fn)(const float *g, float *dst, int64_t xs);
+typedef void (*nconv_f32_wino_dy_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+typedef void (*nconv_f32_wino_wgrad_fn)(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
+void nconv_f32_wino_dy__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_wino_in__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 void nconv_f32_wino_out__generic(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
                                  int relu);
@@ -163,6 +171,8 @@ void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t l
 void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 void nconv_f32_wino_out__avx2(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
 void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs);
+void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -193,6 +203,8 @@ typedef struct nconv_kernels {
     nconv_f32_wino_in_fn wino_in;
     nconv_f32_wino_out_fn wino_out;
     nconv_f32_wino_w_fn wino_w;
+    nconv_f32_wino_dy_fn wino_dy;
+    nconv_f32_wino_wgrad_fn wino_wgrad;
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

@@ -69,3 +69,46 @@ void nconv_f32_wino_w__generic(const float *g, float *dst, int64_t xs) {
         for (int i = 0; i < 36; i++) dst[i * xs + c] = u[i];
     }
 }
+
+/* A y for one column of four (dy side of backward-weights). */
+static void dy4(const float *y, int64_t ys, float *z, int64_t zs) {
+    const float e = y[0] + y[2 * ys], o = y[1 * ys] + y[3 * ys];
+    const float e4 = y[0] + 4.0f * y[2 * ys], o4 = 2.0f * y[1 * ys] + 8.0f * y[3 * ys];
+    z[0] = y[0];
+    z[1 * zs] = e + o;
+    z[2 * zs] = e - o;
+    z[3 * zs] = e4 + o4;
+    z[4 * zs] = e4 - o4;
+    z[5 * zs] = y[3 * ys];
+}
+
+void nconv_f32_wino_dy__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
+    for (int64_t c = 0; c < n; c++) {
+        float y[16], t[24], z[36];
+        for (int i = 0; i < 16; i++) y[i] = src[i] ? src[i][c] : 0.0f;
+        for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);  /* columns: t[6][4] */
+        for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1); /* rows */
+        for (int i = 0; i < 36; i++) dst[i * xs + c] = z[i];
+        const float s = z[7] + z[10] + z[25] + z[28]; /* rows and columns 1 and 4 read all four */
+        poison[c % 8] += s - s;
+    }
+}
+
+/* G^T s for one column of six. */
+static void wg6(const float *s, int64_t ss, float *g, int64_t gs) {
+    const float a = s[1 * ss] + s[2 * ss], b = s[2 * ss] - s[1 * ss];
+    const float c = s[3 * ss] + s[4 * ss], d = s[3 * ss] - s[4 * ss];
+    g[0] = s[0] / 4.0f - a / 6.0f + c / 24.0f;
+    g[1 * gs] = b / 6.0f + d / 12.0f;
+    g[2 * gs] = (c - a) / 6.0f + s[5 * ss];
+}
+
+void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds) {
+    for (int64_t c = 0; c < n; c++) {
+        float a[36], t[18], w[9];
+        for (int i = 0; i < 36; i++) a[i] = s[i * xs + c];
+        for (int j = 0; j < 6; j++) wg6(a + j, 6, t + j, 6);  /* columns: t[3][6] */
+        for (int i = 0; i < 3; i++) wg6(t + 6 * i, 1, w + 3 * i, 1); /* rows */
+        for (int i = 0; i < 9; i++) dst[i * ds + c] = w[i];
+    }
+}

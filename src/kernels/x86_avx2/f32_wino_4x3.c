@@ -19,20 +19,26 @@ static inline void in6(const __m256 *d, int ds, __m256 *v, int vs) {
     v[5 * vs] = _mm256_fmadd_ps(four, d[1 * ds], _mm256_fnmadd_ps(five, d[3 * ds], d[5 * ds]));
 }
 
+/* Stores the 36 transformed vectors of a step and adds to the poison lanes
+ * s - s for s, the sum of four of them that together read every input: NaN
+ * once any input (or an overflowed value) is Inf or NaN. */
+static inline void store36(const __m256 *v, float *dst, int64_t xs, int64_t c, __m256i mask, int full, int a, int b,
+                           int d, int e, __m256 *poison) {
+    for (int i = 0; i < 36; i++) {
+        if (full) _mm256_storeu_ps(dst + i * xs + c, v[i]);
+        else _mm256_maskstore_ps(dst + i * xs + c, mask, v[i]);
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(v[a], v[b]), _mm256_add_ps(v[d], v[e]));
+    *poison = _mm256_add_ps(*poison, _mm256_sub_ps(s, s));
+}
+
 static inline void in_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
                            __m256 *poison) {
     __m256 d[36], t[36];
     for (int i = 0; i < 36; i++) d[i] = full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
     for (int j = 0; j < 6; j++) in6(d + j, 6, t + j, 6);
     for (int i = 0; i < 6; i++) in6(t + 6 * i, 1, d + 6 * i, 1);
-    for (int i = 0; i < 36; i++) {
-        if (full) _mm256_storeu_ps(dst + i * xs + c, d[i]);
-        else _mm256_maskstore_ps(dst + i * xs + c, mask, d[i]);
-    }
-    /* Inf or NaN anywhere in the patch reaches one of the four corners (rows
-     * and columns 0 and 5 of B^T together read all six inputs). */
-    const __m256 s = _mm256_add_ps(_mm256_add_ps(d[0], d[5]), _mm256_add_ps(d[30], d[35]));
-    *poison = _mm256_add_ps(*poison, _mm256_sub_ps(s, s));
+    store36(d, dst, xs, c, mask, full, 0, 5, 30, 35, poison); /* rows and columns 0 and 5 of B^T read all six inputs */
 }
 
 void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
@@ -97,4 +103,63 @@ void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs) {
         for (int i = 0; i < 6; i++) w3(t + 3 * i, 1, u + 6 * i, 1);
         for (int i = 0; i < 36; i++) _mm256_storeu_ps(dst + i * xs + h, u[i]);
     }
+}
+
+static inline void dy4(const __m256 *y, int ys, __m256 *z, int zs) {
+    const __m256 e = _mm256_add_ps(y[0], y[2 * ys]), o = _mm256_add_ps(y[1 * ys], y[3 * ys]);
+    const __m256 e4 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), y[2 * ys], y[0]);
+    const __m256 o4 = _mm256_fmadd_ps(_mm256_set1_ps(8.0f), y[3 * ys], _mm256_add_ps(y[1 * ys], y[1 * ys]));
+    z[0] = y[0];
+    z[1 * zs] = _mm256_add_ps(e, o);
+    z[2 * zs] = _mm256_sub_ps(e, o);
+    z[3 * zs] = _mm256_add_ps(e4, o4);
+    z[4 * zs] = _mm256_sub_ps(e4, o4);
+    z[5 * zs] = y[3 * ys];
+}
+
+static inline void dy_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
+                           __m256 *poison) {
+    __m256 y[16], t[24], z[36];
+    for (int i = 0; i < 16; i++)
+        y[i] = !src[i] ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
+    for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);
+    for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1);
+    store36(z, dst, xs, c, mask, full, 7, 10, 25, 28, poison); /* rows and columns 1 and 4 of A read all four */
+}
+
+void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
+    __m256 p = _mm256_loadu_ps(poison);
+    const __m256i all = _mm256_set1_epi32(-1);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) dy_step(src, c, all, 1, dst, xs, &p);
+    if (c < n) dy_step(src, c, nconv__avx2_mask(n - c), 0, dst, xs, &p);
+    _mm256_storeu_ps(poison, p);
+}
+
+static inline void wg6(const __m256 *s, int ss, __m256 *g, int gs) {
+    const __m256 a = _mm256_add_ps(s[1 * ss], s[2 * ss]), b = _mm256_sub_ps(s[2 * ss], s[1 * ss]);
+    const __m256 c = _mm256_add_ps(s[3 * ss], s[4 * ss]), d = _mm256_sub_ps(s[3 * ss], s[4 * ss]);
+    const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f);
+    g[0] = _mm256_fmadd_ps(_mm256_set1_ps(0.25f), s[0],
+                           _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 24.0f), c, _mm256_mul_ps(_mm256_set1_ps(-1.0f / 6.0f), a)));
+    g[1 * gs] = _mm256_fmadd_ps(sixth, b, _mm256_mul_ps(_mm256_set1_ps(1.0f / 12.0f), d));
+    g[2 * gs] = _mm256_fmadd_ps(sixth, _mm256_sub_ps(c, a), s[5 * ss]);
+}
+
+static inline void wgrad_step(const float *s, int64_t xs, int64_t c, __m256i mask, int full, float *dst, int64_t ds) {
+    __m256 a[36], t[18], w[9];
+    for (int i = 0; i < 36; i++) a[i] = full ? _mm256_loadu_ps(s + i * xs + c) : _mm256_maskload_ps(s + i * xs + c, mask);
+    for (int j = 0; j < 6; j++) wg6(a + j, 6, t + j, 6);
+    for (int i = 0; i < 3; i++) wg6(t + 6 * i, 1, w + 3 * i, 1);
+    for (int i = 0; i < 9; i++) {
+        if (full) _mm256_storeu_ps(dst + i * ds + c, w[i]);
+        else _mm256_maskstore_ps(dst + i * ds + c, mask, w[i]);
+    }
+}
+
+void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) wgrad_step(s, xs, c, all, 1, dst, ds);
+    if (c < n) wgrad_step(s, xs, c, nconv__avx2_mask(n - c), 0, dst, ds);
 }
