@@ -1,9 +1,10 @@
 /*
  * Algorithm "winograd": Winograd F(4x4, 3x3) convolution on channels-last
- * f32 data, for 3x3 (x any depth) kernels at stride 1: fwd, and bwd_d as the
- * forward convolution of dy with the flipped, transposed weights. Any
- * dilation: with dilation d an output tile is 4 x 4 pixels d apart, read
- * from a 6 x 6 input patch d apart.
+ * f32 data, for 3x3 (x any depth) kernels at stride 1, every direction: fwd;
+ * bwd_d as the forward convolution of dy with the flipped, transposed
+ * weights; bwd_w as the gradient of the forward's tile products (see its
+ * section below). Any dilation: with dilation d an output tile is 4 x 4
+ * pixels d apart, read from a 6 x 6 input patch d apart.
  *
  * A tile's 4 x 4 outputs cost 36 products per (input, output) channel pair
  * instead of 144: the input patch and the weights are transformed
@@ -13,8 +14,9 @@
  * whose results are transformed back (A^T M A) into the output tile.
  *
  * Framework (this file): tiles, blocking, threading. The GEMMs run on the
- * igemm micro-kernel (A rows are pointers into V; depth taps are its taps),
- * the transforms on the wino_* micro-kernels (src/kernels).
+ * igemm micro-kernel (A rows are pointers into V; depth taps are its taps)
+ * and, for bwd_w, the packed GEMM kernel; the transforms on the wino_*
+ * micro-kernels (src/kernels).
  *
  * Blocking: output channels in chunks whose U fits U_BUDGET (deep layers'
  * U is 4x their weights); per chunk, threads take blocks of T tiles and run
@@ -25,8 +27,8 @@
  * Accuracy: the transforms scale values by up to 100 and cancel, so f32
  * errors are about ten times those of direct summation (relative to the
  * largest output, ~1e-6 - 1e-5 for the reductions of real layers). Inf or
- * NaN anywhere in x or w would spread over whole tiles (Inf - Inf): such
- * calls are handed to igemm, which computes the products PyTorch does.
+ * NaN anywhere in x, w or dy would spread over whole tiles (Inf - Inf):
+ * such calls are handed to igemm, which computes the products PyTorch does.
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
@@ -51,21 +53,6 @@ static int wino_applies(const nconv_core *c, nconv_direction dir, const char **w
     else if (dir == NCONV_DIR_BWD_D && c->mode != NCONV_PAD_ZEROS) why = "bwd_d needs zero padding";
     if (why && why_not) *why_not = why;
     return !why;
-}
-
-/* The heuristic's choice among applicable algorithms. Measured against
- * igemm (1 thread), fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8
- * images of 14 x 14) and from 8 channels; slower below 64 tiles, where
- * transforming the weights (4x their size) is not paid back, and a 7 x 7
- * image wastes 30% of its tiles. bwd_w transforms no weights: 1.1-1.6x
- * faster down to 16 tiles, slower with input channels under 16 (V's panels
- * of 16 half empty). */
-static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org);
-static int wino_preferred(const nconv_core *c, nconv_direction dir) {
-    if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8;
-    const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
-    const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
-    return c->C >= 8 && c->O >= 8 && tiles >= 64;
 }
 
 /* ------------------------------------------------------------- geometry */
@@ -93,6 +80,20 @@ static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org) {
         for (int64_t o = ph; o < n; o += 4 * d, m++)
             if (org) org[m] = o;
     return m;
+}
+
+/* The heuristic's choice among applicable algorithms. Measured against
+ * igemm (1 thread), fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8
+ * images of 14 x 14) and from 8 channels; slower below 64 tiles, where
+ * transforming the weights (4x their size) is not paid back, and a 7 x 7
+ * image wastes 30% of its tiles. bwd_w transforms no weights: 1.1-1.6x
+ * faster down to 16 tiles, slower with input channels under 16 (V's panels
+ * of 16 half empty). */
+static int wino_preferred(const nconv_core *c, nconv_direction dir) {
+    if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8;
+    const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
+    const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
+    return c->C >= 8 && c->O >= 8 && tiles >= 64;
 }
 
 static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo *g) {
@@ -148,7 +149,6 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->init) + (size_t)threads * nconv__ws_round(s->scratch);
 }
-
 
 /* ------------------------------------------------- weight transform */
 
@@ -314,11 +314,17 @@ static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, flo
     }
 }
 
+/* Thread tid's scratch: V, M, then its 8 poison lanes (and pointers). */
+static float *pipe_poison(const pipe_ctx *pc, int tid) {
+    const wgeo *g = pc->g;
+    return (float *)(pc->scratch + (size_t)tid * pc->scratch_stride) + XI * g->T * (g->KD * g->ldv + g->ldm);
+}
+
 static void pipe_task(void *arg, int tid, int nthreads) {
     const pipe_ctx *pc = arg;
     const wgeo *g = pc->g;
-    char *s = pc->scratch + (size_t)tid * pc->scratch_stride;
-    float *V = (float *)s, *M = V + XI * g->T * g->KD * g->ldv, *poison = M + XI * g->T * g->ldm;
+    float *V = (float *)(pc->scratch + (size_t)tid * pc->scratch_stride), *M = V + XI * g->T * g->KD * g->ldv;
+    float *poison = pipe_poison(pc, tid);
     const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
     const int64_t np = div_up(pc->on, NR);
     int64_t u0, u1, have = -1;
@@ -372,16 +378,11 @@ static nconv_status fwd_run(const nconv_exec *e) {
         nconv__parallel(e, wt_task, &wc);
         int ok = 1;
         for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
-        if (ch == 0)
-            for (int i = 0; i < threads; i++)
-                memset(scratch + (size_t)i * pc.scratch_stride + sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm)),
-                       0, 8 * sizeof(float));
+        for (int i = 0; ch == 0 && i < threads; i++) memset(pipe_poison(&pc, i), 0, 8 * sizeof(float));
         if (ok) nconv__parallel(e, pipe_task, &pc);
-        /* The first chunk transformed every input patch: its poison tells whether x is finite. */
-        for (int i = 0; ok && ch == 0 && i < threads; i++) {
-            const float *poison = (const float *)(scratch + (size_t)i * pc.scratch_stride) + XI * g.T * (g.KD * g.ldv + g.ldm);
-            for (int l = 0; l < 8; l++) ok &= poison[l] == 0.0f;
-        }
+        /* The first chunk transformed every input patch: its poison tells whether the input is finite. */
+        for (int i = 0; ok && ch == 0 && i < threads; i++)
+            for (int l = 0; l < 8; l++) ok &= pipe_poison(&pc, i)[l] == 0.0f;
         if (!ok) {
             e->ws->used = mark;
             return nconv_algo_igemm.run(e);
