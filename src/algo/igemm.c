@@ -383,6 +383,19 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. */
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
+        if (tile_outer && first && last && !rc->planes) {
+            /* One reduction block: a kernel call runs all of a tile's panels. */
+            const int64_t nc_last = g->rows_cols - (p1 - 1) * NR < NR ? g->rows_cols - (p1 - 1) * NR : NR;
+            for (int64_t tile = 0; tile < ntiles; tile++) {
+                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                float *cp[MR];
+                for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + p0 * NR;
+                rc->k->igemm_np(mr, p1 - p0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
+                                j->w + p0 * j->ks * g->kc * NR, j->ks * g->kc * NR, cp,
+                                rc->init + (j->g * g->panels + p0) * NR, rc->flags);
+            }
+            continue;
+        }
         const int64_t n_out = tile_outer ? ntiles : p1 - p0, n_in = tile_outer ? p1 - p0 : ntiles;
         for (int64_t io = 0; io < n_out; io++)
             for (int64_t ii = 0; ii < n_in; ii++) {

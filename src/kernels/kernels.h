@@ -32,6 +32,16 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
                                    const float *init, int flags);
 
 /*
+ * np column panels of one tile in one call, as np calls of the kernel above
+ * (the same sums, bit for bit): panel q reads w + q * ws, starts from
+ * init + q * 16 (required) and writes columns q * 16 + j of the c rows,
+ * j < 16, or j < nc_last in the last panel.
+ */
+typedef void (*nconv_f32_igemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                      const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                      int64_t ws, float *const *c, const float *init, int flags);
+
+/*
  * The same reduction for a whole tile of 6 rows, stored to planes: row r,
  * column j < nc goes to c[j * ldc + r] (6 consecutive pixels of channel j's
  * plane: NCHW output without a layout change). init is required (no
@@ -147,6 +157,9 @@ void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, 
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int flags);
+void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                      const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                      int64_t ws, float *const *c, const float *init, int flags);
 void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -180,6 +193,9 @@ void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const floa
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags);
+void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                   const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                   int64_t ws, float *const *c, const float *init, int flags);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1 } nconv_isa;
@@ -189,6 +205,7 @@ typedef struct nconv_kernels {
     nconv_isa isa;
     const char *name;
     nconv_f32_igemm_fn igemm;
+    nconv_f32_igemm_np_fn igemm_np;
     nconv_f32_igemm_planes_fn igemm_planes;
     nconv_f32_gemm_ib_fn gemm_ib;
     nconv_f32_gemm_fn gemm;

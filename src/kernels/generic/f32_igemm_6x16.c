@@ -28,3 +28,14 @@ void nconv_f32_igemm_6x16_planes__generic(int64_t nc, int64_t kc, int64_t ks, co
     for (int64_t j = 0; j < nc; j++)
         for (int r = 0; r < 6; r++) c[j * ldc + r] = tile[r][j];
 }
+
+void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                      const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                      int64_t ws, float *const *c, const float *init, int flags) {
+    for (int64_t q = 0; q < np; q++) {
+        float *rows[6];
+        for (int64_t r = 0; r < 6; r++) rows[r] = (r < mr ? c[r] : c[0]) + q * 16;
+        nconv_f32_igemm_6x16__generic(mr, q + 1 < np ? 16 : nc_last, kc, ks, a, a_off, zero, w + q * ws, rows,
+                                      init + q * 16, flags);
+    }
+}
