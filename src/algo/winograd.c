@@ -234,11 +234,41 @@ typedef struct pipe_ctx {
 } pipe_ctx;
 
 /* Tile t: its image n, output plane od and origin (oh0, ow0). */
-static void tile_of(const pipe_ctx *pc, int64_t t, int64_t *n, int64_t *od, int64_t *oh0, int64_t *ow0) {
-    const wgeo *g = pc->g;
+typedef struct tile {
+    int64_t n, od, oh0, ow0;
+} tile;
+
+static tile tile_at(const wgeo *g, const int64_t *org_h, const int64_t *org_w, int64_t t) {
     const int64_t per_plane = g->nh * g->nw, plane = t / per_plane, q = t % per_plane;
-    *n = plane / g->dst[0], *od = plane % g->dst[0];
-    *oh0 = pc->org_h[q / g->nw], *ow0 = pc->org_w[q % g->nw];
+    return (tile){plane / g->dst[0], plane % g->dst[0], org_h[q / g->nw], org_w[q % g->nw]};
+}
+
+/* The tile's 4 x 4 output pixels, channel 0 of each at `first` (the
+ * first pixel's) + pixel offset * pitch; NULL for those outside dst. */
+static void tile_pixels(const wgeo *g, const tile *tl, float *first, int64_t pitch, float **px) {
+    float *plane = first + (tl->n * g->dst[0] + tl->od) * g->dst[1] * g->dst[2] * pitch;
+    for (int64_t i = 0; i < 4; i++)
+        for (int64_t j = 0; j < 4; j++) {
+            const int64_t oh = tl->oh0 + i * g->dil[1], ow = tl->ow0 + j * g->dil[2];
+            px[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? plane + (oh * g->dst[2] + ow) * pitch : NULL;
+        }
+}
+
+/* The 6 x 6 input patch of the tile's depth tap kd in src (channels-last, K
+ * channels), zero for pixels in padding; 0 when the whole depth plane is. */
+static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const float *zero, const tile *tl,
+                    int64_t kd, const float **patch) {
+    const int64_t id = nconv__map_index(tl->od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
+    if (id < 0) return 0;
+    const float *plane = src + (tl->n * g->src[0] + id) * g->src[1] * g->src[2] * g->K;
+    for (int64_t i = 0; i < 6; i++) {
+        const int64_t ih = nconv__map_index(tl->oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
+        for (int64_t j = 0; j < 6; j++) {
+            const int64_t iw = nconv__map_index(tl->ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
+            patch[i * 6 + j] = ih < 0 || iw < 0 ? zero : plane + (ih * g->src[2] + iw) * g->K;
+        }
+    }
+    return 1;
 }
 
 /* Block b's input transform: V[kd][xi][tile][k], and the kernel's A pointers
@@ -250,20 +280,10 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
     const float *patch[XI];
     /* Input transform: V[kd][xi][tile][k]; vrow[kd * T + tile] is NULL for a depth tap in padding. */
     for (int64_t tl = 0; tl < nt; tl++) {
-        int64_t n, od, oh0, ow0;
-        tile_of(pc, t0 + tl, &n, &od, &oh0, &ow0);
+        const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
         for (int64_t kd = 0; kd < g->KD; kd++) {
-            const int64_t id = nconv__map_index(od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
             vrow[kd * T + tl] = NULL;
-            if (id < 0) continue;
-            const float *plane = pc->src + (n * g->src[0] + id) * g->src[1] * g->src[2] * g->K;
-            for (int64_t i = 0; i < 6; i++) {
-                const int64_t ih = nconv__map_index(oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
-                for (int64_t j = 0; j < 6; j++) {
-                    const int64_t iw = nconv__map_index(ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
-                    patch[i * 6 + j] = ih < 0 || iw < 0 ? pc->zero : plane + (ih * g->src[2] + iw) * g->K;
-                }
-            }
+            if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) continue;
             float *v = V + (kd * XI * T + tl) * g->ldv;
             pc->k->wino_in(g->K, patch, v, T * g->ldv, poison);
             vrow[kd * T + tl] = v;
@@ -301,16 +321,8 @@ static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, flo
     const int64_t j0 = p0 * NR, jn = (p1 * NR < pc->on ? p1 * NR : pc->on) - j0;
     float *out[16];
     for (int64_t tl = 0; tl < nt; tl++) {
-        int64_t n, od, oh0, ow0;
-        tile_of(pc, t0 + tl, &n, &od, &oh0, &ow0);
-        float *plane = pc->dst + (n * g->dst[0] + od) * g->dst[1] * g->dst[2] * g->cols + pc->o0 + j0;
-        for (int64_t i = 0; i < 4; i++) {
-            const int64_t oh = oh0 + i * g->dil[1];
-            for (int64_t j = 0; j < 4; j++) {
-                const int64_t ow = ow0 + j * g->dil[2];
-                out[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? plane + (oh * g->dst[2] + ow) * g->cols : NULL;
-            }
-        }
+        const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
+        tile_pixels(g, &ti, pc->dst + pc->o0 + j0, g->cols, out);
         pc->k->wino_out(jn, M + tl * g->ldm + j0, T * g->ldm, pc->init ? pc->init + pc->o0 + j0 : NULL, out, pc->relu);
     }
 }
@@ -479,34 +491,19 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     const wgeo *g = &bc->b->g;
     const int64_t T = bc->b->T, CP = bc->b->CP;
     float *poison = bw_poison(bc, tid);
-    const float *ysrc[16], *patch[XI], *pp[XI];
+    const float *patch[XI], *pp[XI];
+    float *ysrc[16];
     int64_t a, e;
     nconv__split(bc->nt, tid, nthreads, &a, &e);
     for (int64_t tl = a; tl < e; tl++) {
-        const int64_t t = bc->t0 + tl, per_plane = g->nh * g->nw, q = t % per_plane;
-        const int64_t n = t / per_plane / g->dst[0], od = t / per_plane % g->dst[0];
-        const int64_t oh0 = bc->org_h[q / g->nw], ow0 = bc->org_w[q % g->nw];
-        const float *dplane = bc->dy + (n * g->dst[0] + od) * g->dst[1] * g->dst[2] * c->O + bc->o0;
-        for (int64_t i = 0; i < 4; i++)
-            for (int64_t j = 0; j < 4; j++) {
-                const int64_t oh = oh0 + i * g->dil[1], ow = ow0 + j * g->dil[2];
-                ysrc[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? dplane + (oh * g->dst[2] + ow) * c->O : NULL;
-            }
-        bc->k->wino_dy(bc->on, ysrc, bc->Z + tl * bc->b->ldz, T * bc->b->ldz, poison);
+        const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0 + tl);
+        tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
+        bc->k->wino_dy(bc->on, (const float *const *)ysrc, bc->Z + tl * bc->b->ldz, T * bc->b->ldz, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = bc->V + kd * XI * CP * T * NR + tl * NR;
-            const int64_t id = nconv__map_index(od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
-            if (id < 0) {
+            if (!patch_of(c, g, bc->x, bc->zero, &ti, kd, patch)) {
                 for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
                 continue;
-            }
-            const float *plane = bc->x + (n * g->src[0] + id) * g->src[1] * g->src[2] * c->C;
-            for (int64_t i = 0; i < 6; i++) {
-                const int64_t ih = nconv__map_index(oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
-                for (int64_t j = 0; j < 6; j++) {
-                    const int64_t iw = nconv__map_index(ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
-                    patch[i * 6 + j] = ih < 0 || iw < 0 ? bc->zero : plane + (ih * g->src[2] + iw) * c->C;
-                }
             }
             for (int64_t cp = 0; cp < CP; cp++) { /* the zero row is ldc + NR long: offsets stay inside it */
                 for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
