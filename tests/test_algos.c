@@ -474,6 +474,39 @@ static void test_wide_channels(void) {
     nconv_context_destroy(ctx);
 }
 
+/* igemm's bwd_d packs a residue class's taps 64 at a time: kernels of 81
+ * and 77 taps at stride 1 (one class) and 121 at stride 2 (classes of 36,
+ * 30, 30 and 25 taps), both layouts, against the reference. */
+static void test_many_taps(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    nconv_context_set_algorithm(ctx, "igemm");
+    uint64_t rng = 47;
+    const int64_t cases[][3] = {{9, 9, 1}, {11, 7, 1}, {11, 11, 2}}; /* kh, kw, stride */
+    for (int i = 0; i < 6; i++) {
+        const int64_t *k = cases[i / 2];
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = 2, p.in_channels = 20, p.out_channels = 24;
+        p.in_size[0] = 13, p.in_size[1] = 12, p.kernel[0] = k[0], p.kernel[1] = k[1];
+        p.stride[0] = p.stride[1] = k[2];
+        p.pad_begin[0] = p.pad_end[0] = k[0] / 2, p.pad_begin[1] = p.pad_end[1] = k[1] / 2;
+        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, layout, &rng);
+        r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+        const double ex = rel_err(&a.dx, &r.dx, NCONV_F32), ey = rel_err(&a.y, &r.y, NCONV_F32);
+        CHECK(ex <= 1e-5 && ey <= 1e-5, "many taps case %d: dx err %g, y err %g", i, ex, ey);
+        CHECK(!memcmp(a.dx.buf, b.dx.buf, a.dx.bytes), "many taps case %d: dx differs between 1 and 3 threads", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm on channels-last 1x1 convolutions with stride 1 and no padding
  * (row pointers straight from the pixel index): input and output channels
  * differ (a swapped row pitch shows), groups (each group's channel offset),
@@ -703,6 +736,7 @@ int main(void) {
     test_pointwise();
     test_planes();
     test_wide_channels();
+    test_many_taps();
     test_against_reference();
     test_adjoint();
     test_determinism();

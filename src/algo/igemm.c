@@ -514,19 +514,20 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
         return 1;
     }
     if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
-        /* Taps innermost (OIHW): each output channel's [c][taps] block read in order. */
-        for (int64_t jj = 0; jj < NR; jj++)
-            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
-                const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
-                for (int64_t k = k0; k < k0 + kcc; k++) {
-                    float *dst = packed + (k0 * j->ks + k - k0) * NR + jj;
-                    const float *src = wf + col0 + jj * cstride + k * v->stride[1];
-                    if (jj < nc)
-                        for (int64_t tr = 0; tr < j->ks; tr++) dst[tr * kcc * NR] = src[w->toff[tr]];
-                    else
-                        for (int64_t tr = 0; tr < j->ks; tr++) dst[tr * kcc * NR] = 0.0f;
+        /* Taps innermost (OIHW): per channel, the panel's 16 runs of taps are
+         * read (16 streams in order) and each tap's 16 columns written as one
+         * cache line. */
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            for (int64_t k = k0; k < k0 + kcc; k++) {
+                const float *src = wf + col0 + k * v->stride[1];
+                for (int64_t tr = 0; tr < j->ks; tr++) {
+                    float *dst = packed + (k0 * j->ks + tr * kcc + k - k0) * NR;
+                    for (int64_t jj = 0; jj < nc; jj++) dst[jj] = src[jj * cstride + w->toff[tr]];
+                    for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
                 }
             }
+        }
         return 1;
     }
     int finite = 1;
@@ -574,16 +575,68 @@ typedef struct pack_ctx {
     int *finite; /* per thread: every value it packed was finite */
 } pack_ctx;
 
+/* Panels [p0, p1) of bwd_d job j, in pack_panel's layout, for f32 weights:
+ * KROWS rows of w (output channels) are walked along their length, panel
+ * after panel, with all of a row's taps at once. Panel by panel and tap by
+ * tap, each run of 16 loads would start in another row of w, kilobytes
+ * apart (often a page apart): no prefetcher follows that, and deep layers'
+ * megabytes of weights came at memory latency (14% of res5b_reduce bwd_d).
+ * Returns whether every value packed is finite. */
+static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, const job *j, int64_t p0, int64_t p1) {
+    enum { KROWS = 16, TCHUNK = 64 };
+    const nconv_view *v = w->v;
+    const int64_t cs = v->stride[1];
+    const float *wf = (const float *)v->data + j->g * g->Og * v->stride[0];
+    float *const packed = (float *)j->w;
+    int finite = 1;
+    for (int64_t t0 = 0; t0 < j->ks; t0 += TCHUNK) {
+        const int64_t nt = j->ks - t0 < TCHUNK ? j->ks - t0 : TCHUNK;
+        int64_t toff[TCHUNK]; /* offsets of the class's taps t0 .. t0 + nt */
+        for (int64_t t = 0; t < nt; t++) {
+            const int64_t tr = t0 + t, a2 = tr % j->ntap[2], a1 = tr / j->ntap[2] % j->ntap[1];
+            const int64_t a0 = tr / (j->ntap[2] * j->ntap[1]);
+            toff[t] = w->toff[(j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2]];
+        }
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            for (int64_t kb = k0; kb < k0 + kcc; kb += KROWS) {
+                const int64_t ke = kb + KROWS < k0 + kcc ? kb + KROWS : k0 + kcc;
+                for (int64_t p = p0; p < p1; p++) {
+                    const int64_t nc = g->Cg - p * NR < NR ? g->Cg - p * NR : NR;
+                    float *const pp = packed + p * j->ks * g->kc * NR + k0 * j->ks * NR;
+                    for (int64_t k = kb; k < ke; k++)
+                        for (int64_t t = 0; t < nt; t++) {
+                            float *dst = pp + ((t0 + t) * kcc + k - k0) * NR;
+                            const float *src = wf + k * v->stride[0] + toff[t] + p * NR * cs;
+                            for (int64_t jj = 0; jj < nc; jj++) {
+                                finite &= isfinite(src[jj * cs]) != 0;
+                                dst[jj] = src[jj * cs];
+                            }
+                            for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
+                        }
+                }
+            }
+        }
+    }
+    return finite;
+}
+
 /* Threads split the (job, panel) pairs: packing is O(weights) but serial it
  * would cap the speedup of the GEMMs that follow. */
 static void pack_task(void *arg, int tid, int nthreads) {
     const pack_ctx *pc = arg;
+    const int64_t panels = pc->g->panels;
+    const int rows = pc->dir == NCONV_DIR_BWD_D && pc->w->v->dt == NCONV_F32;
     int64_t u0, u1;
-    nconv__split(pc->njobs * pc->g->panels, tid, nthreads, &u0, &u1);
+    nconv__split(pc->njobs * panels, tid, nthreads, &u0, &u1);
     int finite = 1;
-    for (int64_t u = u0; u < u1; u++) {
-        const job *j = &pc->jobs[u / pc->g->panels];
-        finite &= pack_panel(pc->c, pc->g, pc->dir, pc->w, j, u % pc->g->panels, (float *)j->w);
+    for (int64_t u = u0; u < u1;) {
+        const job *j = &pc->jobs[u / panels];
+        const int64_t p0 = u % panels, p1 = p0 + (u1 - u) < panels ? p0 + (u1 - u) : panels;
+        if (rows) finite &= pack_bwd_d_rows(pc->c, pc->g, pc->w, j, p0, p1);
+        for (int64_t p = p0; p < p1 && !rows; p++)
+            finite &= pack_panel(pc->c, pc->g, pc->dir, pc->w, j, p, (float *)j->w);
+        u += p1 - p0;
     }
     pc->finite[tid] = finite;
 }

@@ -15,6 +15,7 @@
         const float *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;  \
         const float *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;  \
         const float *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;  \
+        _Pragma("GCC unroll 4")                                                                          \
         for (int64_t k = 0; k < kc; k++, w += 16) {                                                      \
             const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);                             \
             __m256 v = _mm256_broadcast_ss(a0 + k);                                                      \
