@@ -282,8 +282,6 @@ static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
                 }
 }
 
-/* chsum: every lane the same bits as adding its rows in order (the layouts'
- * bias gradients agree bitwise through it), rows and channels off the blocks. */
 /* igemm_np (all column panels of a tile in one call) against one igemm call per panel: the same bits. */
 static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     const int64_t KC = 37, KS = 2, NP = 4;
@@ -315,11 +313,15 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
+/* chsum: every lane the same bits as adding its rows in order (the layouts'
+ * bias gradients agree bitwise through it), rows and channels off the blocks;
+ * rows 4 KiB apart are summed in blocks of 32 rows (100 rows: 32, 32, 32, 4). */
 static void sweep_chsum(const nconv_kernels *k, uint64_t *rng) {
     const int64_t rows_[] = {0, 1, 2, 3, 4, 5, 7, 13, 100}, cols_[] = {1, 3, 7, 8, 9, 16, 17, 64};
     for (size_t ri = 0; ri < sizeof rows_ / sizeof rows_[0]; ri++)
-        for (size_t ci = 0; ci < sizeof cols_ / sizeof cols_[0]; ci++) {
-            const int64_t rows = rows_[ri], cols = cols_[ci], ld = cols + 3, ls = cols + 2;
+        for (size_t ci = 0; ci < 2 * sizeof cols_ / sizeof cols_[0]; ci++) {
+            const int64_t cols = cols_[ci % (sizeof cols_ / sizeof cols_[0])];
+            const int64_t rows = rows_[ri], ld = ci < sizeof cols_ / sizeof cols_[0] ? cols + 3 : 1003, ls = cols + 2;
             float *x = malloc(sizeof(float) * (size_t)(rows * ld + 1));
             double *lane = malloc(sizeof(double) * (size_t)(4 * ls)), *want = malloc(sizeof(double) * (size_t)(4 * ls));
             for (int64_t i = 0; i < rows * ld; i++) x[i] = (float)test_uniform(rng) * 1e3f;
