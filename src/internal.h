@@ -139,6 +139,8 @@ void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alph
 /* sums: room for 5 * channels doubles (the rest is scratch); results first. */
 struct nconv_pool;
 void nconv__channel_sums(struct nconv_pool *pool, int threads, const nconv_view *src, double *sums);
+/* sums[c] = (lane 0 + lane 1) + (lane 2 + lane 3) of channel c (lane l at lane[l * C + c]). */
+void nconv__channel_sums_of_lanes(const double *lane, int64_t C, double *sums);
 /* dst = bias broadcast over dim 1 (bias: rank-1 view, or NULL for zeros). */
 void nconv__fill(const nconv_view *dst, const nconv_view *bias);
 /* v: like `like` (shape), dense in dtype dt at data, channels-last if `like` is. */
@@ -212,6 +214,13 @@ struct nconv_exec {
     nconv_arena *ws;
     int threads;
     nconv_pool *pool; /* the context's workers, or NULL */
+    /* bwd_w with a bias gradient wanted (NULL otherwise): room for the four
+     * lanes of y's channel sums (lane l of channel c at db_lanes[l * C + c],
+     * as in nconv__channel_sums). An algorithm that reads all of dy anyway may
+     * fill them and set *db_done (a thread-count-independent order, not
+     * necessarily nconv__channel_sums' bits); else the caller sums dy. */
+    double *db_lanes;
+    int *db_done;
 };
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */

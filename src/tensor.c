@@ -481,7 +481,10 @@ void nconv__channel_sums(nconv_pool *pool, int threads, const nconv_view *src, d
      * layout, and the NCHW path is not one long dependency chain. */
     sums_ctx sc = {src, sums + C};
     nconv__parallel_on(pool, threads, sums_task, &sc);
-    const double *lane = sc.lane;
+    nconv__channel_sums_of_lanes(sc.lane, C, sums);
+}
+
+void nconv__channel_sums_of_lanes(const double *lane, int64_t C, double *sums) {
     for (int64_t c = 0; c < C; c++) sums[c] = (lane[c] + lane[C + c]) + (lane[2 * C + c] + lane[3 * C + c]);
 }
 

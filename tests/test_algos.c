@@ -507,6 +507,42 @@ static void test_many_taps(void) {
     nconv_context_destroy(ctx);
 }
 
+/* igemm's bwd_w sums db's lanes as it packs dy, per block of pixels and per
+ * pixel chunk: blocks and chunks that start inside an image at every lane
+ * offset (1x1 of 64 x 16 channels, 15 images of 13 x 11: two chunks; 512 x
+ * 160 and 2 groups of 3x3 at 3 images: one chunk, blocks of 409 pixels), both
+ * layouts and relu, against the reference; the same bits on 1 and 3 threads. */
+static void test_bias_lanes(void) {
+    nconv_context *ref, *ctx;
+    nconv_context_create(&ref);
+    nconv_context_create(&ctx);
+    nconv_context_set_algorithm(ref, "ref");
+    nconv_context_set_algorithm(ctx, "igemm");
+    uint64_t rng = 53;
+    const int64_t cases[][5] = {{15, 64, 16, 1, 1}, {3, 512, 160, 1, 1}, {3, 64, 160, 3, 2}}; /* n, c, o, k, g */
+    for (int i = 0; i < 6; i++) {
+        const int64_t *q = cases[i / 2];
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = q[0], p.in_channels = q[1], p.out_channels = q[2], p.groups = q[4];
+        p.in_size[0] = 13, p.in_size[1] = 11, p.kernel[0] = p.kernel[1] = q[3];
+        p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = q[3] / 2;
+        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, layout, &rng);
+        r.has_b = a.has_b = b.has_b = 1;
+        r.epi = a.epi = b.epi = (nconv_epilogue){i % 3 ? NCONV_ACT_IDENTITY : NCONV_ACT_RELU, 1.0};
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+        const double eb = rel_err(&a.db, &r.db, NCONV_F32), ew = rel_err(&a.dw, &r.dw, NCONV_F32);
+        CHECK(eb <= 1e-5 && ew <= 1e-5, "bias lanes case %d: db err %g, dw err %g", i, eb, ew);
+        CHECK(!memcmp(a.db.buf, b.db.buf, a.db.bytes) && !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
+              "bias lanes case %d: db or dw differs between 1 and 3 threads", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm on channels-last 1x1 convolutions with stride 1 and no padding
  * (row pointers straight from the pixel index): input and output channels
  * differ (a swapped row pitch shows), groups (each group's channel offset),
@@ -737,6 +773,7 @@ int main(void) {
     test_planes();
     test_wide_channels();
     test_many_taps();
+    test_bias_lanes();
     test_against_reference();
     test_adjoint();
     test_determinism();

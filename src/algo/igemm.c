@@ -169,7 +169,7 @@ typedef struct job {
 } job;
 
 typedef struct ws_sizes {
-    size_t x, y, w, packed, init, zero, jobs, cols, scratch; /* scratch: per thread */
+    size_t x, y, w, packed, lanes, init, zero, jobs, cols, scratch; /* scratch: per thread */
 } ws_sizes;
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
@@ -178,11 +178,12 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
     if (g.wfold || g.dcols) /* the W-padded copy (and MR floats bw_task may read past it), then the NHWC input (or dx) */
         s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C + MR);
-    s->cols = 0;
+    s->cols = s->lanes = 0;
     s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg * g.bw_chunks); /* dw sums per chunk, see bw_ctx */
+        if (!g.bw_swap) s->lanes = sizeof(double) * (size_t)(4 * c->O * (g.bw_chunks - 1)); /* db lanes of chunks 1.. */
         s->init = s->jobs = 0;
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * MR * g.bw_kc) +
@@ -202,6 +203,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
+           nconv__ws_round(s->lanes) +
            nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) + nconv__ws_round(s->cols) +
            (size_t)threads * nconv__ws_round(s->scratch);
 }
@@ -677,19 +679,51 @@ typedef struct bw_ctx {
     const float *x, *dy, *zero;
     const nconv_view *dy_planes; /* with bw_swap: dy read from its NCHW planes (dy NULL), see bw_task */
     float *acc; /* per chunk: [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
+    /* db's channel-sum lanes (see nconv_exec) of chunk 0, and of chunks 1.. (4 * O doubles each);
+     * NULL: not summed here */
+    double *lanes, *lanes_more;
     int64_t units, tiles; /* tiles of MR rows per (group, tap) */
     int64_t dwf;          /* floats of one chunk's sums */
     char *scratch;
     size_t scratch_stride;
 } bw_ctx;
 
+/* The db lanes of the pixel chunk ch (NULL when db is not summed here). */
+static double *chunk_lanes(const bw_ctx *bc, int64_t ch) {
+    if (!bc->lanes) return NULL;
+    return ch == 0 ? bc->lanes : bc->lanes_more + (ch - 1) * 4 * bc->c->O;
+}
+
+/* lane[(p % OS) % 4][ch] += dy[p][ch] for pixels [p0, p0 + n) and channels
+ * [ch0, ch0 + nch): each lane adds its pixels in order, as
+ * nconv__channel_sums does, a dy block that packing has just brought to L2
+ * (summing dy apart read it from memory again: 15% of a 1x1 bwd_w). */
+static void bias_lanes(const bw_ctx *bc, double *lane, int64_t p0, int64_t n, int64_t ch0, int64_t nch) {
+    const int64_t O = bc->c->O, OS = bc->g.OS;
+    lane += ch0;
+    for (int64_t p = p0; p < p0 + n;) {
+        const int64_t op = p % OS;
+        const float *row = bc->dy + p * O + ch0;
+        if (op % 4) { /* to the next pixel whose lane is 0, one pixel at a time */
+            bc->k->chsum(1, nch, row, O, lane + op % 4 * O, O);
+            p++;
+            continue;
+        }
+        const int64_t run = p0 + n - p < OS - op ? p0 + n - p : OS - op; /* within one image */
+        bc->k->chsum(run, nch, row, O, lane, O);
+        p += run;
+    }
+}
+
 /* Units [u0, u1) (group, tap, tile of MR rows) reduced over pixels
- * [m0, m1), block by block, into acc. Rows are output channels: A = dy^T
+ * [m0, m1), block by block, into acc; with lanes, the tap-0 units' output
+ * channels of dy summed into them as well. Rows are output channels: A = dy^T
  * packed once per block and group, B = input rows in place. With bw_swap
  * rows are input columns: A = x^T packed per unit, B = dy rows in place
  * (or dy^T panels from NCHW planes). Per block the pixels are decoded once
  * and input row pointers built once per tap. */
-static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, int64_t m0, int64_t m1, float *acc) {
+static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, int64_t m0, int64_t m1, float *acc,
+                     double *lanes) {
     const nconv_core *c = bc->c;
     const geo *g = &bc->g;
     const int swap = g->bw_swap;
@@ -709,6 +743,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
         const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
         memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
+        for (int64_t l = 0; l < 4 && lanes && gt % taps == 0; l++)
+            memset(lanes + l * c->O + gt / taps * g->Og + r0, 0, sizeof(double) * (size_t)mr);
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
@@ -743,6 +779,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     }
                 }
                 packed_g = gi;
+            }
+            if (lanes && t == 0) {
+                const int64_t ch0 = (u % bc->tiles) * MR, ch1 = (run_end - 1) % bc->tiles * MR + MR;
+                bias_lanes(bc, lanes, p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
             }
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
                 const int64_t k0 = t / c->k[1], k1 = t % c->k[1];
@@ -843,17 +883,17 @@ static void bw_task(void *arg, int tid, int nthreads) {
     int64_t a, b;
     nconv__split(chunks > 1 ? chunks : bc->units, tid, nthreads, &a, &b);
     if (chunks == 1) {
-        bw_range(bc, scratch, a, b, 0, M, bc->acc);
+        bw_range(bc, scratch, a, b, 0, M, bc->acc, bc->lanes);
         return;
     }
     for (int64_t ch = a; ch < b; ch++) {
         int64_t m0, m1;
         nconv__split(M, (int)ch, (int)chunks, &m0, &m1);
-        bw_range(bc, scratch, 0, bc->units, m0, m1, bc->acc + ch * bc->dwf);
+        bw_range(bc, scratch, 0, bc->units, m0, m1, bc->acc + ch * bc->dwf, chunk_lanes(bc, ch));
     }
 }
 
-/* acc (chunk 0) += chunk 1 + ... in chunk order, element ranges per thread. */
+/* acc (chunk 0) += chunk 1 + ... in chunk order, element ranges per thread; the db lanes alike. */
 static void chunk_sum_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     int64_t a, b;
@@ -861,6 +901,12 @@ static void chunk_sum_task(void *arg, int tid, int nthreads) {
     for (int64_t ch = 1; ch < bc->g.bw_chunks; ch++) {
         const float *src = bc->acc + ch * bc->dwf;
         for (int64_t i = a; i < b; i++) bc->acc[i] += src[i];
+    }
+    if (!bc->lanes) return;
+    nconv__split(4 * bc->c->O, tid, nthreads, &a, &b);
+    for (int64_t ch = 1; ch < bc->g.bw_chunks; ch++) {
+        const double *src = chunk_lanes(bc, ch);
+        for (int64_t i = a; i < b; i++) bc->lanes[i] += src[i];
     }
 }
 
@@ -1062,9 +1108,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     int64_t *toff = nconv__arena_take(e->ws, s.w);
     float *packed = nconv__arena_take(e->ws, s.packed);
+    double *lanes_more = nconv__arena_take(e->ws, s.lanes);
     float *init = nconv__arena_take(e->ws, s.init), *zero = nconv__arena_take(e->ws, s.zero);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
-    if (!xb || !yb || !toff || !packed || !init || !zero || !scratch)
+    if (!xb || !yb || !toff || !packed || !lanes_more || !init || !zero || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     memset(zero, 0, s.zero);
     const nconv_kernels *k = nconv__kernels();
@@ -1092,10 +1139,13 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
-        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, c->G * taps * tiles, tiles,
+        /* db's lanes from the packing of dy^T (the swapped tiles read dy in place: not there) */
+        double *lanes = e->db_lanes && !g.bw_swap ? e->db_lanes : NULL;
+        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, lanes, lanes_more, c->G * taps * tiles, tiles,
                      c->G * g.KS * g.Og * g.Cg, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
         if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
+        if (lanes) *e->db_done = 1;
         dw_ctx dc = {c, &g, e->w, toff, packed, width};
         nconv__parallel(e, dw_task, &dc);
         return NCONV_OK;
