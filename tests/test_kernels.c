@@ -282,34 +282,39 @@ static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
                 }
 }
 
-/* igemm_np (all column panels of a tile in one call) against one igemm call per panel: the same bits. */
+/* igemm_np (all column panels of a tile in one call) against one igemm call
+ * per panel: the same bits, for one tap (rows set up once per call) and two,
+ * with a_off and a zero row. */
 static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t KC = 37, KS = 2, NP = 4;
-    float *a = malloc(sizeof(float) * KS * 6 * KC), *w = malloc(sizeof(float) * NP * KS * KC * 16 + 32);
+    const int64_t KC = 37, NP = 4, AOFF = 3;
+    float *a = malloc(sizeof(float) * 2 * 6 * (KC + AOFF)), *w = malloc(sizeof(float) * NP * 2 * KC * 16 + 32);
     float *init = malloc(sizeof(float) * NP * 16), *c1 = malloc(sizeof(float) * 6 * 80), *c2 = malloc(sizeof(float) * 6 * 80);
+    float zero[64] = {0};
     float *wa = (float *)(((uintptr_t)w + 31) & ~(uintptr_t)31); /* the kernels' packed weights are 32-byte aligned */
-    for (int64_t i = 0; i < KS * 6 * KC; i++) a[i] = (float)test_uniform(rng);
-    for (int64_t i = 0; i < NP * KS * KC * 16; i++) wa[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < 2 * 6 * (KC + AOFF); i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * 2 * KC * 16; i++) wa[i] = (float)test_uniform(rng);
     for (int64_t i = 0; i < NP * 16; i++) init[i] = (float)test_uniform(rng);
-    const float *ap[KS * 6];
-    for (int64_t i = 0; i < KS * 6; i++) ap[i] = a + i * KC;
-    for (int64_t mr = 1; mr <= 6; mr++)
-        for (int64_t np = 1; np <= NP; np++)
-            for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                for (int flags = 0; flags <= NCONV_IGEMM_RELU; flags += NCONV_IGEMM_RELU) {
-                    float *r1[6], *r2[6];
-                    for (int64_t i = 0; i < 6 * 80; i++) c1[i] = c2[i] = -5.0f;
-                    for (int r = 0; r < 6; r++) r1[r] = c1 + r * 80, r2[r] = c2 + r * 80;
-                    k->igemm_np(mr, np, nc_last, KC, KS, ap, 0, NULL, wa, KS * KC * 16, r1, init, flags);
-                    for (int64_t q = 0; q < np; q++) {
-                        float *rq[6];
-                        for (int r = 0; r < 6; r++) rq[r] = r2[r] + q * 16;
-                        k->igemm(mr, q + 1 < np ? 16 : nc_last, KC, KS, ap, 0, NULL, wa + q * KS * KC * 16, rq,
-                                 init + q * 16, flags);
+    const float *ap[2 * 6];
+    for (int64_t i = 0; i < 2 * 6; i++) ap[i] = i == 4 ? zero : a + i * (KC + AOFF);
+    for (int64_t ks = 1; ks <= 2; ks++)
+        for (int64_t mr = 1; mr <= 6; mr++)
+            for (int64_t np = 1; np <= NP; np++)
+                for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                    for (int flags = 0; flags <= NCONV_IGEMM_RELU; flags += NCONV_IGEMM_RELU) {
+                        float *r1[6], *r2[6];
+                        for (int64_t i = 0; i < 6 * 80; i++) c1[i] = c2[i] = -5.0f;
+                        for (int r = 0; r < 6; r++) r1[r] = c1 + r * 80, r2[r] = c2 + r * 80;
+                        k->igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, r1, init, flags);
+                        for (int64_t q = 0; q < np; q++) {
+                            float *rq[6];
+                            for (int r = 0; r < 6; r++) rq[r] = r2[r] + q * 16;
+                            k->igemm(mr, q + 1 < np ? 16 : nc_last, KC, ks, ap, AOFF, zero, wa + q * ks * KC * 16, rq,
+                                     init + q * 16, flags);
+                        }
+                        CHECK(!memcmp(c1, c2, sizeof(float) * 6 * 80),
+                              "%s igemm_np ks %lld mr %lld np %lld nc_last %lld: differs from per-panel calls", k->name,
+                              (long long)ks, (long long)mr, (long long)np, (long long)nc_last);
                     }
-                    CHECK(!memcmp(c1, c2, sizeof(float) * 6 * 80), "%s igemm_np mr %lld np %lld nc_last %lld: differs from per-panel calls",
-                          k->name, (long long)mr, (long long)np, (long long)nc_last);
-                }
     free(a), free(w), free(init), free(c1), free(c2);
 }
 

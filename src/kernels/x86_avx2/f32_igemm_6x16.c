@@ -7,30 +7,36 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-/* The reduction into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1), and relu:
- * shared by the row-store and plane-store kernels. */
-#define IGEMM_REDUCE() \
-    for (int64_t t = 0; t < ks; t++, a += 6) {                                                           \
-        /* rows start a_off channels in (a reduction block); the zero row stays */                       \
-        const float *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;  \
-        const float *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;  \
-        const float *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;  \
-        _Pragma("GCC unroll 4")                                                                          \
-        for (int64_t k = 0; k < kc; k++, w += 16) {                                                      \
-            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);                             \
-            __m256 v = _mm256_broadcast_ss(a0 + k);                                                      \
-            c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);                        \
-            v = _mm256_broadcast_ss(a1 + k);                                                             \
-            c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);                        \
-            v = _mm256_broadcast_ss(a2 + k);                                                             \
-            c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);                        \
-            v = _mm256_broadcast_ss(a3 + k);                                                             \
-            c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);                        \
-            v = _mm256_broadcast_ss(a4 + k);                                                             \
-            c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);                        \
-            v = _mm256_broadcast_ss(a5 + k);                                                             \
-            c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);                        \
-        }                                                                                                \
+/* kc steps of the reduction from the rows a0 .. a5 and the packed weights w
+ * into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1). */
+#define IGEMM_KLOOP()                                                                                    \
+    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++, w += 16) {                                  \
+        const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);                                 \
+        __m256 v = _mm256_broadcast_ss(a0 + k);                                                          \
+        c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);                            \
+        v = _mm256_broadcast_ss(a1 + k);                                                                 \
+        c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);                            \
+        v = _mm256_broadcast_ss(a2 + k);                                                                 \
+        c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);                            \
+        v = _mm256_broadcast_ss(a3 + k);                                                                 \
+        c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);                            \
+        v = _mm256_broadcast_ss(a4 + k);                                                                 \
+        c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);                            \
+        v = _mm256_broadcast_ss(a5 + k);                                                                 \
+        c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);                            \
+    }
+
+/* The six rows of tap row set a: each starts a_off channels in (a reduction block); the zero row stays. */
+#define IGEMM_ROWS(a)                                                                                    \
+    const float *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off; \
+    const float *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off; \
+    const float *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
+
+/* The whole reduction (ks taps x kc channels), shared by the row-store and plane-store kernels. */
+#define IGEMM_REDUCE()                         \
+    for (int64_t t = 0; t < ks; t++, a += 6) { \
+        IGEMM_ROWS(a)                          \
+        IGEMM_KLOOP()                          \
     }
 
 #define IGEMM_RELU() \
@@ -100,10 +106,24 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                    const float *const *a, int64_t a_off, const float *zero, const float *w,
                                    int64_t ws, float *const *c, const float *init, int flags) {
-    const float *const *const a0 = a;
+    const float *const *const at = a;
     const float *const w0 = w;
+    if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
+        IGEMM_ROWS(a)
+        for (int64_t q = 0; q < np; q++) {
+            w = w0 + q * ws;
+            __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+            c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);
+            c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);
+            IGEMM_KLOOP();
+            IGEMM_RELU();
+            store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40,
+                       c41, c50, c51);
+        }
+        return;
+    }
     for (int64_t q = 0; q < np; q++) {
-        a = a0, w = w0 + q * ws;
+        a = at, w = w0 + q * ws;
         __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
         c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);
         c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);
