@@ -41,6 +41,7 @@ enum { U_BUDGET = 8 << 20 };       /* bytes of transformed weights per output-ch
 enum { BLOCK_BYTES = 384 << 10 };  /* V and M of a tile block */
 enum { MAX_T = 120, MAX_KD = 64 }; /* tiles per block; depth taps */
 enum { KB = 128 };                 /* weight transform: reduction channels read together */
+enum { PF_ROWS = 4 };              /* weight transform: rows read ahead when rows are the far dimension */
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -84,17 +85,17 @@ static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org) {
 }
 
 /* The heuristic's choice among applicable algorithms. Measured against
- * igemm (1 thread), fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8
- * images of 14 x 14) and from 8 channels; slower below 64 tiles, where
- * transforming the weights (4x their size) is not paid back, and a 7 x 7
- * image wastes 30% of its tiles. bwd_w transforms no weights: 1.1-1.6x
- * faster down to 16 tiles, slower with input channels under 16 (V's panels
- * of 16 half empty). */
+ * igemm, fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8 images of
+ * 14 x 14) and from 8 channels; at 16-32 tiles (4-8 images of 7 x 7, whose
+ * tiles are 30% waste; 1-2 of 14 x 14) 1.1-1.9x on 1 and 2 threads; at 8
+ * tiles fwd is slower: transforming the weights (4x their size) is not paid
+ * back. bwd_w transforms no weights: 1.1-1.6x faster down to 16 tiles,
+ * slower with input channels under 16 (V's panels of 16 half empty). */
 static int wino_preferred(const nconv_core *c, nconv_direction dir) {
     if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8;
     const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
     const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
-    return c->C >= 8 && c->O >= 8 && tiles >= 64;
+    return c->C >= 8 && c->O >= 8 && tiles >= 16;
 }
 
 static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo *g) {
@@ -165,6 +166,11 @@ typedef struct wt_ctx {
     size_t scratch_stride;
 } wt_ctx;
 
+/* dst[t * NR] = src[toff[t]] for the nine taps of one weight. */
+static inline void gather9(const float *src, const int64_t *toff, float *dst) {
+    for (int t = 0; t < 9; t++) dst[t * NR] = src[toff[t]];
+}
+
 /* Row r = (panel p, depth tap kd, reduction channel k) of U: the weights of
  * column j = (p0 + p) * NR + l, l < NR, of the forward convolution computed
  * (w[j][k] for fwd, w[k][j] flipped for bwd_d), 3 x 3 taps each, are read
@@ -174,7 +180,9 @@ static void wt_task(void *arg, int tid, int nthreads) {
     const wt_ctx *wc = arg;
     const wgeo *g = wc->g;
     const nconv_view *w = wc->w;
-    const int64_t rows = g->cpanels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
+    /* The last chunk's panels past the last column are never read: not transformed. */
+    const int64_t panels = div_up(g->cols, NR) - wc->p0 < g->cpanels ? div_up(g->cols, NR) - wc->p0 : g->cpanels;
+    const int64_t rows = panels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
     const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
     int64_t toff[9];
     for (int64_t t = 0; t < 9; t++) /* bwd_d reads the taps flipped */
@@ -190,26 +198,40 @@ static void wt_task(void *arg, int tid, int nthreads) {
         const int64_t p = r / (g->KD * g->K), kd = (r / g->K) % g->KD, k = r % g->K;
         const int64_t kb = g->K - k < KB ? (g->K - k < r1 - r ? g->K - k : r1 - r) : (KB < r1 - r ? KB : r1 - r);
         const int64_t base = k * sk + (wc->bwd ? g->KD - 1 - kd : kd) * w->stride[2];
-        for (int64_t l = 0; l < NR; l++) {
-            const int64_t j = (wc->p0 + p) * NR + l;
-            const int64_t off = base + j * sj;
-            if (j >= g->cols) {
-                for (int64_t q = 0; q < kb; q++)
-                    for (int64_t t = 0; t < 9; t++) tap[q][t * NR + l] = 0.0f;
-            } else if (w->dt == NCONV_F32 && sk == 1) {
-                for (int64_t t = 0; t < 9; t++)
-                    for (int64_t q = 0; q < kb; q++) tap[q][t * NR + l] = ((const float *)w->data)[off + toff[t] + q];
+        const int64_t nl = g->cols - (wc->p0 + p) * NR < NR ? g->cols - (wc->p0 + p) * NR : NR; /* real columns */
+        if (w->dt == NCONV_F32) {
+            const float *wf = (const float *)w->data + base + (wc->p0 + p) * NR * sj;
+            if (sj < sk) {
+                /* Columns closer in memory than rows (bwd_d of OIHW: a row's 16 columns x 9 taps
+                 * are one run): row by row, not column by column across rows a page apart. */
+                for (int64_t q = 0; q < kb; q++) {
+                    /* Rows are kilobytes apart: ask for a later row's run now, or each row costs
+                     * a memory latency (58% of this task on a 512 x 512 layer). */
+                    for (int64_t b = 0; q + PF_ROWS < kb && b < NR * 9 * (int64_t)sizeof(float); b += 64)
+                        __builtin_prefetch((const char *)(wf + (q + PF_ROWS) * sk) + b);
+                    for (int64_t l = 0; l < nl; l++) gather9(wf + q * sk + l * sj, toff, &tap[q][l]);
+                }
             } else {
+                /* Column by column: a column's k x taps is one run in OIHW (fwd), and in OHWI
+                 * its k are adjacent per tap. */
+                for (int64_t l = 0; l < nl; l++)
+                    for (int64_t q = 0; q < kb; q++) gather9(wf + l * sj + q * sk, toff, &tap[q][l]);
+            }
+        } else {
+            for (int64_t l = 0; l < nl; l++)
                 for (int64_t q = 0; q < kb; q++)
                     for (int64_t t = 0; t < 9; t++)
-                        tap[q][t * NR + l] = w->dt == NCONV_F32 ? ((const float *)w->data)[off + q * sk + toff[t]]
-                                                                : (float)nconv__load(w->data, w->dt, off + q * sk + toff[t]);
-            }
+                        tap[q][t * NR + l] = (float)nconv__load(w->data, w->dt, base + ((wc->p0 + p) * NR + l) * sj + q * sk + toff[t]);
         }
+        for (int64_t q = 0; q < kb; q++)
+            for (int64_t l = nl; l < NR; l++)
+                for (int64_t t = 0; t < 9; t++) tap[q][t * NR + l] = 0.0f;
         for (int64_t q = 0; q < kb; q++, r++) {
             wc->k->wino_w(tap[q], wc->u + r * NR, xs);
-            for (int64_t t = 0; t < 9; t++) /* lanes turn NaN once a weight is Inf or NaN */
-                for (int64_t l = 0; l < NR; l++) poison[l] += tap[q][t * NR + l] - tap[q][t * NR + l];
+            /* U[1][1] is the mean of the nine taps: Inf or NaN once one of them is (or they
+             * overflow), so lanes turn NaN exactly then (igemm takes over). */
+            const float *u11 = wc->u + 7 * xs + r * NR;
+            for (int64_t l = 0; l < NR; l++) poison[l] += u11[l] - u11[l];
         }
     }
     int finite = 1;

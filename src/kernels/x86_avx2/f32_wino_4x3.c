@@ -96,13 +96,16 @@ static inline void w3(const __m256 *g, int gs, __m256 *u, int us) {
 }
 
 void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs) {
-    for (int h = 0; h < 16; h += 8) {
-        __m256 d[9], t[18], u[36];
-        for (int i = 0; i < 9; i++) d[i] = _mm256_loadu_ps(g + i * 16 + h);
+    __m256 u[2][36];
+    for (int h = 0; h < 2; h++) {
+        __m256 d[9], t[18];
+        for (int i = 0; i < 9; i++) d[i] = _mm256_loadu_ps(g + i * 16 + 8 * h);
         for (int j = 0; j < 3; j++) w3(d + j, 3, t + j, 3);
-        for (int i = 0; i < 6; i++) w3(t + 3 * i, 1, u + 6 * i, 1);
-        for (int i = 0; i < 36; i++) _mm256_storeu_ps(dst + i * xs + h, u[i]);
+        for (int i = 0; i < 6; i++) w3(t + 3 * i, 1, u[h] + 6 * i, 1);
     }
+    /* Both halves of a line one after the other: the 36 lines are written whole, not halves
+     * of 36 lines and then their other halves (measured 15% of a 7 x 7 layer's winograd). */
+    for (int i = 0; i < 36; i++) _mm256_storeu_ps(dst + i * xs, u[0][i]), _mm256_storeu_ps(dst + i * xs + 8, u[1][i]);
 }
 
 static inline void dy4(const __m256 *y, int ys, __m256 *z, int zs) {
