@@ -233,7 +233,7 @@ typedef struct row_ctx {
     float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
-    int64_t njobs, total_cost; /* sum of block_cost over every unit */
+    int64_t njobs, total_cost; /* sum of unit_cost over every unit */
     int64_t pgroups;           /* a unit of work: a row block, and one of pgroups ranges of its column panels */
     char *scratch;
     size_t scratch_stride;
@@ -432,21 +432,41 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
     }
 }
 
-/* The work of a unit: per row a reduction of ks * kc, and the store, counted as 16. */
-static int64_t block_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
+/* The work of a row and column panel: a reduction of ks * kc, and the store, counted as 16. */
+static int64_t row_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
+
+/* The work of unit u of job j: its rows (the last block of a job may be
+ * short) times its column panels. */
+static int64_t unit_cost(const row_ctx *rc, const job *j, int64_t u) {
+    const int64_t b = u / rc->pgroups, pg = u % rc->pgroups, r0 = b * rc->g.mc_tiles * MR;
+    const int64_t rows = j->rows - r0 < rc->g.mc_tiles * MR ? j->rows - r0 : rc->g.mc_tiles * MR;
+    const int64_t panels = (pg + 1) * rc->g.panels / rc->pgroups - pg * rc->g.panels / rc->pgroups;
+    return rows * panels * row_cost(j, &rc->g);
+}
 
 /* The first global unit of thread tid: units are shared out by their work
  * (bwd_d's residue classes differ: 4, 2, 2 and 1 taps for a 3x3 kernel at
- * stride 2, none for three of the four of a 1x1 at stride 2), not by count.
- * Each unit is computed whole by one thread. */
+ * stride 2, none for three of the four of a 1x1 at stride 2; a job's last
+ * row block may be short: by count, 2 threads took 40 and 26 tiles of a
+ * 7 x 7 layer), not by count; a unit goes to the thread whose share holds
+ * its middle. Each unit is computed whole by one thread. */
 static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
     const int64_t total = rc->total_cost;
     const int64_t target = total / nthreads * tid + total % nthreads * tid / nthreads;
     int64_t u = 0, cost = 0;
     for (int64_t j = 0; j < rc->njobs; j++) {
-        const int64_t per = block_cost(&rc->jobs[j], &rc->g), units = rc->jobs[j].units;
-        if (cost + units * per >= target) return u + (target - cost + per - 1) / per;
-        cost += units * per, u += units;
+        const job *jb = &rc->jobs[j];
+        const int64_t whole = jb->rows * rc->g.panels * row_cost(jb, &rc->g);
+        if (cost + whole < target) {
+            cost += whole, u += jb->units;
+            continue;
+        }
+        for (int64_t v = 0; v < jb->units; v++) { /* v goes to the thread that holds most of it */
+            const int64_t cv = unit_cost(rc, jb, v);
+            if (2 * cost + cv >= 2 * target) return u + v;
+            cost += cv;
+        }
+        return u + jb->units;
     }
     return u;
 }
@@ -1226,7 +1246,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
         jobs[i].units *= pgroups;
-        total += jobs[i].units * block_cost(&jobs[i], &g);
+        total += jobs[i].rows * g.panels * row_cost(&jobs[i], &g);
     }
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
