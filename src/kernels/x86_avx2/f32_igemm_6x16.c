@@ -108,30 +108,30 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
                                    int64_t ws, float *const *c, const float *init, int flags) {
     const float *const *const at = a;
     const float *const w0 = w;
+/* Column panel q: its initial values, the reduction, relu, the store. */
+#define NP_PANEL(reduce)                                                                                          \
+    do {                                                                                                          \
+        __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;                                        \
+        c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);                                       \
+        c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);                                   \
+        reduce;                                                                                                   \
+        IGEMM_RELU();                                                                                             \
+        store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40, \
+                   c41, c50, c51);                                                                                \
+    } while (0)
     if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
         IGEMM_ROWS(a)
         for (int64_t q = 0; q < np; q++) {
             w = w0 + q * ws;
-            __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-            c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);
-            c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);
-            IGEMM_KLOOP();
-            IGEMM_RELU();
-            store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40,
-                       c41, c50, c51);
+            NP_PANEL(IGEMM_KLOOP());
         }
         return;
     }
     for (int64_t q = 0; q < np; q++) {
         a = at, w = w0 + q * ws;
-        __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-        c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);
-        c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);
-        IGEMM_REDUCE();
-        IGEMM_RELU();
-        store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41,
-                   c50, c51);
+        NP_PANEL(IGEMM_REDUCE());
     }
+#undef NP_PANEL
 }
 
 /* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */
