@@ -724,8 +724,9 @@ static void bias_lanes(const bw_ctx *bc, double *lane, int64_t p0, int64_t n, in
     for (int64_t p = p0; p < p0 + n;) {
         const int64_t op = p % OS;
         const float *row = bc->dy + p * O + ch0;
-        if (op % 4) { /* to the next pixel whose lane is 0, one pixel at a time */
-            bc->k->chsum(1, nch, row, O, lane + op % 4 * O, O);
+        if (op % 4) { /* to the next pixel whose lane is 0, one pixel at a time (chsum touches all four lanes) */
+            double *l = lane + op % 4 * O;
+            for (int64_t j = 0; j < nch; j++) l[j] += row[j];
             p++;
             continue;
         }
