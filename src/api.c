@@ -249,7 +249,8 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     if (dx && !st) {
         nconv_view dxv;
         make_view(p, dx, o.xs[0], o.xs[1], o.xs + 2, &dxv);
-        if (!p->transposed) st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_D, &dxv, &wv, &dpre, NULL, &arena, NULL, NULL);
+        if (!p->transposed)
+            st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_D, &dxv, &wv, &dpre, NULL, &arena, NULL, NULL);
         else st = run_core(ctx, &o, "backward", NCONV_DIR_FWD, &dpre, &wv, &dxv, NULL, &arena, NULL, NULL);
     }
     /* dw's algorithm may sum dy's channels for db on its way (not when transposed: its dy is x). */

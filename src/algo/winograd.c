@@ -218,10 +218,11 @@ static void wt_task(void *arg, int tid, int nthreads) {
                     for (int64_t q = 0; q < kb; q++) gather9(wf + l * sj + q * sk, toff, &tap[q][l]);
             }
         } else {
+            const int64_t off = base + (wc->p0 + p) * NR * sj;
             for (int64_t l = 0; l < nl; l++)
                 for (int64_t q = 0; q < kb; q++)
                     for (int64_t t = 0; t < 9; t++)
-                        tap[q][t * NR + l] = (float)nconv__load(w->data, w->dt, base + ((wc->p0 + p) * NR + l) * sj + q * sk + toff[t]);
+                        tap[q][t * NR + l] = (float)nconv__load(w->data, w->dt, off + l * sj + q * sk + toff[t]);
         }
         for (int64_t q = 0; q < kb; q++)
             for (int64_t l = nl; l < NR; l++)

@@ -48,5 +48,6 @@ static void chsum_rows(int64_t n, int64_t cols, const float *x, int64_t ld, doub
 void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls) {
     int64_t rb = (128 << 10) / (int64_t)sizeof(float) / (ld > 0 ? ld : 1);
     rb = rb < 4 ? 4 : rb - rb % 4;
-    for (int64_t r0 = 0; r0 < rows; r0 += rb) chsum_rows(rows - r0 < rb ? rows - r0 : rb, cols, x + r0 * ld, ld, lane, ls);
+    for (int64_t r0 = 0; r0 < rows; r0 += rb)
+        chsum_rows(rows - r0 < rb ? rows - r0 : rb, cols, x + r0 * ld, ld, lane, ls);
 }
