@@ -141,6 +141,14 @@ static nconv_status run_all(nconv_context *ctx, const nconv_problem *p, operands
                           o->has_b ? &o->db.t : NULL, o->has_z ? &o->dz.t : NULL, NULL, 0);
 }
 
+/* Two contexts: *a forced to algorithm an, *b to bn (NULL: the heuristic). */
+static void contexts(const char *an, const char *bn, nconv_context **a, nconv_context **b) {
+    nconv_context_create(a);
+    nconv_context_create(b);
+    nconv_context_set_algorithm(*a, an);
+    if (bn) nconv_context_set_algorithm(*b, bn);
+}
+
 static double tolerance(nconv_dtype dt) {
     return dt == NCONV_F64 ? 1e-12 : dt == NCONV_F32 ? 1e-5 : dt == NCONV_F16 ? 4e-3 : 3e-2;
 }
@@ -149,9 +157,7 @@ static void test_against_reference(void) {
     uint64_t rng = 42;
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16, NCONV_F64};
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
+    contexts("ref", NULL, &ref, &ctx);
     int compared = 0;
     const int iters = test_iterations(300);
     for (int iter = 0; iter < iters; iter++) {
@@ -305,10 +311,7 @@ static nconv_status run_wino(nconv_context *ctx, const nconv_problem *p, operand
  * are about ten times those of direct summation, hence 5e-5 (1e-5 elsewhere). */
 static void test_winograd(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "winograd");
+    contexts("ref", "winograd", &ref, &ctx);
     uint64_t rng = 77;
     int compared = 0;
     const int iters = test_iterations(100);
@@ -370,10 +373,6 @@ static void test_winograd(void) {
     nconv_context_destroy(ctx);
 }
 
-/* Winograd with several output-channel chunks (U and S over 8 MiB) and
- * tile blocks (bwd_w's S accumulates over blocks), against igemm (itself
- * checked against the reference above; the reference would take seconds
- * here); the same bits for 1 and 3 threads. */
 /* A 2D 3 x 3 problem, padding 1 (the output keeps the input's size). */
 static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t h, int64_t w) {
     nconv_problem_init(p, 2);
@@ -382,16 +381,13 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
     p->pad_begin[0] = p->pad_begin[1] = p->pad_end[0] = p->pad_end[1] = 1;
 }
 
-static void igemm_and_winograd(nconv_context **ig, nconv_context **wg) {
-    nconv_context_create(ig);
-    nconv_context_create(wg);
-    nconv_context_set_algorithm(*ig, "igemm");
-    nconv_context_set_algorithm(*wg, "winograd");
-}
-
+/* Winograd with several output-channel chunks (U and S over 8 MiB) and
+ * tile blocks (bwd_w's S accumulates over blocks), against igemm (itself
+ * checked against the reference above; the reference would take seconds
+ * here); the same bits for 1 and 3 threads. */
 static void test_winograd_blocks(void) {
     nconv_context *ig, *wg;
-    igemm_and_winograd(&ig, &wg);
+    contexts("igemm", "winograd", &ig, &wg);
     uint64_t rng = 8;
     nconv_problem p;
     same_3x3(&p, 2, 272, 280, 24, 46);
@@ -419,7 +415,7 @@ static void test_winograd_blocks(void) {
  * results, bit for bit (igemm computes the products PyTorch does). */
 static void test_winograd_nonfinite(void) {
     nconv_context *ig, *wg;
-    igemm_and_winograd(&ig, &wg);
+    contexts("igemm", "winograd", &ig, &wg);
     uint64_t rng = 5;
     for (int i = 0; i < 4; i++) {
         nconv_problem p;
@@ -448,9 +444,7 @@ static void test_winograd_nonfinite(void) {
  * and grouped, against the reference, and the same bits for 1 and 3 threads. */
 static void test_wide_channels(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
+    contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 31;
     const int64_t cases[][4] = {{256, 24, 1, 1}, {512, 16, 1, 2}, {1024, 64, 4, 1}, {384, 40, 2, 2}};
     for (int i = 0; i < 4; i++) {
@@ -480,10 +474,7 @@ static void test_wide_channels(void) {
  * on 1 and 3 threads. */
 static void test_many_taps(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "igemm");
+    contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 47;
     const int64_t cases[][3] = {{9, 9, 1}, {11, 7, 1}, {11, 11, 2}}; /* kh, kw, stride */
     for (int i = 0; i < 6; i++) {
@@ -515,10 +506,7 @@ static void test_many_taps(void) {
  * reference; the same bits on 1 and 3 threads. */
 static void test_bias_lanes(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "igemm");
+    contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 53;
     const int64_t cases[][5] = {{15, 64, 16, 1, 1}, {4, 64, 16, 1, 1}, {4, 32, 40, 3, 2}}; /* n, c, o, k, g */
     for (int i = 0; i < 6; i++) {
@@ -551,10 +539,7 @@ static void test_bias_lanes(void) {
  * and 3 threads. */
 static void test_pointwise(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "igemm");
+    contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 91;
     /* ndims, C, O, G, spatial size, transposed */
     const int64_t cases[][6] = {{2, 24, 40, 1, 7, 0}, {2, 48, 32, 2, 5, 0}, {1, 64, 20, 4, 31, 0},
@@ -592,10 +577,7 @@ static void test_pointwise(void) {
  * and 3 threads. */
 static void test_planes(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "igemm");
+    contexts("ref", "igemm", &ref, &ctx);
     /* igemm's bwd_d takes zero padding only: the other modes go through the heuristic (igemm for fwd). */
     nconv_context *modes_ctx;
     nconv_context_create(&modes_ctx);
@@ -649,9 +631,7 @@ static void test_planes(void) {
  * the reference's NaN / Inf pattern. */
 static void test_grouped(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
+    contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 5;
     /* ndims, C (= O), G, spatial size, kernel, stride, padding, dilation, transposed, padding mode, pad_end */
     const int64_t cases[][11] = {
@@ -727,10 +707,7 @@ static void test_grouped(void) {
  * layer (swapped tiles, dy from NCHW planes), grouped. */
 static void test_bw_chunks(void) {
     nconv_context *ref, *ctx;
-    nconv_context_create(&ref);
-    nconv_context_create(&ctx);
-    nconv_context_set_algorithm(ref, "ref");
-    nconv_context_set_algorithm(ctx, "igemm");
+    contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 11;
     /* C, O, G, spatial size, kernel, stride, padding */
     const int64_t cases[][7] = {{16, 24, 1, 48, 1, 1, 0}, {3, 20, 1, 70, 7, 2, 3}, {8, 12, 2, 40, 3, 1, 1}};
