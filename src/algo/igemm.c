@@ -503,6 +503,12 @@ static inline float wload(const wsrc *w, int64_t o, int64_t ci, int64_t t) {
     return w->v->dt == NCONV_F32 ? ((const float *)w->v->data)[off] : (float)nconv__load(w->v->data, w->v->dt, off);
 }
 
+/* The kernel tap (index into the weights' taps) of bwd_d job j's tap row tr. */
+static int64_t class_tap(const nconv_core *c, const job *j, int64_t tr) {
+    const int64_t a2 = tr % j->ntap[2], a1 = tr / j->ntap[2] % j->ntap[1], a0 = tr / (j->ntap[2] * j->ntap[1]);
+    return (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+}
+
 /* Packs column panel p of job j: [channel block][tap][k][NR].
  * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
  * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
@@ -553,37 +559,33 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
         return 1;
     }
     int finite = 1;
-    int64_t tr = 0; /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
-    const int64_t n0 = fwd ? 1 : j->ntap[0], n1 = fwd ? 1 : j->ntap[1], n2 = fwd ? j->ks : j->ntap[2];
-    for (int64_t a0 = 0; a0 < n0; a0++)
-        for (int64_t a1 = 0; a1 < n1; a1++)
-            for (int64_t a2 = 0; a2 < n2; a2++, tr++) {
-                const int64_t t = fwd ? (g->wfold ? tr * c->k[2] : tr)
-                                      : (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
-                for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
-                    const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
-                    float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
-                    for (int64_t k = k0; k < k0 + kcc; k++, dst += NR) {
-                        int64_t off = col0;
-                        if (fwd) off += (g->wfold ? k % g->Cg : k) * v->stride[1] + w->toff[g->wfold ? t + k / g->Cg : t];
-                        else off += k * v->stride[0] + w->toff[t];
-                        if (wf) {
-                            for (int64_t jj = 0; jj < nc; jj++) {
-                                const float x = wf[off + jj * cstride];
-                                finite &= isfinite(x) != 0;
-                                dst[jj] = x;
-                            }
-                        } else {
-                            for (int64_t jj = 0; jj < nc; jj++) {
-                                const float x = (float)nconv__load(v->data, v->dt, off + jj * cstride);
-                                finite &= isfinite(x) != 0;
-                                dst[jj] = x;
-                            }
-                        }
-                        for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
+    /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
+    for (int64_t tr = 0; tr < j->ks; tr++) {
+        const int64_t t = fwd ? (g->wfold ? tr * c->k[2] : tr) : class_tap(c, j, tr);
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+            for (int64_t k = k0; k < k0 + kcc; k++, dst += NR) {
+                int64_t off = col0;
+                if (fwd) off += (g->wfold ? k % g->Cg : k) * v->stride[1] + w->toff[g->wfold ? t + k / g->Cg : t];
+                else off += k * v->stride[0] + w->toff[t];
+                if (wf) {
+                    for (int64_t jj = 0; jj < nc; jj++) {
+                        const float x = wf[off + jj * cstride];
+                        finite &= isfinite(x) != 0;
+                        dst[jj] = x;
+                    }
+                } else {
+                    for (int64_t jj = 0; jj < nc; jj++) {
+                        const float x = (float)nconv__load(v->data, v->dt, off + jj * cstride);
+                        finite &= isfinite(x) != 0;
+                        dst[jj] = x;
                     }
                 }
+                for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
             }
+        }
+    }
     return finite;
 }
 
@@ -614,11 +616,7 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
     for (int64_t t0 = 0; t0 < j->ks; t0 += TCHUNK) {
         const int64_t nt = j->ks - t0 < TCHUNK ? j->ks - t0 : TCHUNK;
         int64_t toff[TCHUNK]; /* offsets of the class's taps t0 .. t0 + nt */
-        for (int64_t t = 0; t < nt; t++) {
-            const int64_t tr = t0 + t, a2 = tr % j->ntap[2], a1 = tr / j->ntap[2] % j->ntap[1];
-            const int64_t a0 = tr / (j->ntap[2] * j->ntap[1]);
-            toff[t] = w->toff[(j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2]];
-        }
+        for (int64_t t = 0; t < nt; t++) toff[t] = w->toff[class_tap(c, j, t0 + t)];
         for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
             const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
             for (int64_t kb = k0; kb < k0 + kcc; kb += KROWS) {
