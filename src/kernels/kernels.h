@@ -25,8 +25,11 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
  * NCONV_IGEMM_STREAM: rows of 16 columns may be written with non-temporal
  * stores (rows 32-byte aligned; the caller fences before the data is read
  * on another thread).
+ * NCONV_IGEMM_PREFETCH: a hint that C's rows are evenly spaced and that the
+ * next tile's rows follow them (6 x that spacing on); the np kernel may
+ * prefetch them for writing. It never changes a result.
  */
-enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2 };
+enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4 };
 typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int flags);
