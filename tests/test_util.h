@@ -39,11 +39,14 @@ static inline int test_summary(void) {
     return test_failed ? 1 : 0;
 }
 
-/* n, or a quarter of it (at least 1) when NCONV_TEST_LIGHT=1 (valgrind runs, see tests/CMakeLists.txt). */
-static inline int test_iterations(int n) {
+/* NCONV_TEST_LIGHT=1: the valgrind runs (see tests/CMakeLists.txt) */
+static inline int test_light(void) {
     const char *e = getenv("NCONV_TEST_LIGHT");
-    return e && !strcmp(e, "1") ? (n + 3) / 4 : n;
+    return e && !strcmp(e, "1");
 }
+
+/* n, or a quarter of it (at least 1) in light runs. */
+static inline int test_iterations(int n) { return test_light() ? (n + 3) / 4 : n; }
 
 static inline uint64_t test_rng(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
