@@ -122,7 +122,7 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
         store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40, \
                    c41, c50, c51);                                                                                \
         if (next_tile)                                                                                            \
-            for (int r = 0; r < 6; r++) _m_prefetchw(c[r] + q * 16 + next_tile);                                \
+            for (int r = 0; r < 6; r++) __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);                      \
     } while (0)
     if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
         IGEMM_ROWS(a)
