@@ -313,8 +313,8 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
                                      init + q * 16, flags & NCONV_IGEMM_RELU);
                         }
                         CHECK(!memcmp(c1, c2, sizeof(float) * 6 * 80),
-                              "%s igemm_np ks %lld mr %lld np %lld nc_last %lld flags %d: differs from per-panel calls", k->name,
-                              (long long)ks, (long long)mr, (long long)np, (long long)nc_last, flags);
+                              "%s igemm_np ks %lld mr %lld np %lld nc_last %lld flags %d: differs from per-panel calls",
+                              k->name, (long long)ks, (long long)mr, (long long)np, (long long)nc_last, flags);
                     }
     free(a), free(w), free(init), free(c1), free(c2);
 }

@@ -1251,11 +1251,13 @@ static nconv_status igemm_run(const nconv_exec *e) {
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
      * kernel call is a short reduction whose stores would outpace the write combining
      * (wav2vec2's first layer: 35% slower). Those get their lines prefetched for writing. */
-    const int big = !planes && (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C)) * sizeof(float) >= (4u << 20);
+    const size_t out_floats = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C));
+    const int big = !planes && out_floats * sizeof(float) >= (4u << 20);
     const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&
                        (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 && (uintptr_t)dst % 32 == 0;
+    const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
-                  (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | (stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0),
+                  (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
                   jobs, njobs, total, pgroups, scratch, nconv__ws_round(s.scratch)};
     nconv__parallel(e, row_task, &rc);
