@@ -435,6 +435,9 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
 /* The work of a row and column panel: a reduction of ks * kc, and the store, counted as 16. */
 static int64_t row_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
 
+/* The work of job j: every row and column panel (the sum of its units' unit_cost). */
+static int64_t job_cost(const job *j, const geo *g) { return j->rows * g->panels * row_cost(j, g); }
+
 /* The work of unit u of job j: its rows (the last block of a job may be
  * short) times its column panels. */
 static int64_t unit_cost(const row_ctx *rc, const job *j, int64_t u) {
@@ -456,7 +459,7 @@ static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
     int64_t u = 0, cost = 0;
     for (int64_t j = 0; j < rc->njobs; j++) {
         const job *jb = &rc->jobs[j];
-        const int64_t whole = jb->rows * rc->g.panels * row_cost(jb, &rc->g);
+        const int64_t whole = job_cost(jb, &rc->g);
         if (cost + whole < target) {
             cost += whole, u += jb->units;
             continue;
@@ -1245,7 +1248,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
         jobs[i].units *= pgroups;
-        total += jobs[i].rows * g.panels * row_cost(&jobs[i], &g);
+        total += job_cost(&jobs[i], &g);
     }
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each

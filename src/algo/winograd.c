@@ -181,7 +181,7 @@ static void wt_task(void *arg, int tid, int nthreads) {
     const wgeo *g = wc->g;
     const nconv_view *w = wc->w;
     /* The last chunk's panels past the last column are never read: not transformed. */
-    const int64_t panels = div_up(g->cols, NR) - wc->p0 < g->cpanels ? div_up(g->cols, NR) - wc->p0 : g->cpanels;
+    const int64_t left = div_up(g->cols, NR) - wc->p0, panels = left < g->cpanels ? left : g->cpanels;
     const int64_t rows = panels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
     const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
     int64_t toff[9];

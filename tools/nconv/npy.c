@@ -108,7 +108,7 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
     }
     const char *q = sh + 1;
     a->numel = 1;
-    int64_t span = 1; /* the product with 0s read as 1s: an empty array's other dims are bounded too */
+    int64_t span = 1; /* the product with 0s read as 1s, bounded: numel (at most span) and an empty array's dims */
     for (;;) {
         while (*q == ' ') q++;
         if (*q == ')') break;
@@ -119,11 +119,11 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
         char *end;
         errno = 0;
         long long v = strtoll(q, &end, 10);
-        if (errno || __builtin_mul_overflow(a->numel, (int64_t)v, &a->numel) ||
-            __builtin_mul_overflow(span, v > 0 ? (int64_t)v : 1, &span) || span > ((int64_t)1 << 40)) {
+        if (errno || __builtin_mul_overflow(span, v > 0 ? (int64_t)v : 1, &span) || span > ((int64_t)1 << 40)) {
             err_out(err, errcap, path, "shape too large");
             goto done;
         }
+        a->numel *= v;
         a->shape[a->ndim++] = v;
         q = end;
         while (*q == ' ') q++;
