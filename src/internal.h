@@ -190,6 +190,22 @@ void nconv__parallel_on(nconv_pool *pool, int threads, nconv_task_fn fn, void *a
 /* The share [begin, end) of n items for thread tid of nthreads. */
 void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
 
+/* Shares of work with stealing: thread t claims the items of its share
+ * [next, end) one at a time, then those left in the others' shares. Each
+ * share is a cache line of its own (64 bytes: allocate with the arena). For
+ * tasks whose items are computed whole, so that results do not depend on
+ * which thread ran them: a thread that the machine delays no longer holds
+ * up the region by the rest of its static share. */
+typedef struct nconv_share {
+    atomic_llong next;
+    int64_t end;
+    char pad[64 - sizeof(atomic_llong) - sizeof(int64_t)];
+} nconv_share;
+/* Shares of n items for nthreads threads, as nconv__split makes them. */
+void nconv__share_split(nconv_share *shares, int64_t n, int nthreads);
+/* The next item for thread tid, or -1 when every share is done. */
+int64_t nconv__share_claim(nconv_share *shares, int tid, int nthreads);
+
 /* ------------------------------------------------------------- workspace */
 
 /* A bump allocator over the workspace; sizes are rounded to 64 bytes so the
@@ -225,6 +241,8 @@ struct nconv_exec {
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */
 void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);
+/* The number of threads nconv__parallel(e, ...) runs: e's, at most NCONV_MAX_THREADS. */
+int nconv__parallel_width(const nconv_exec *e);
 
 typedef struct nconv_algo {
     const char *name;

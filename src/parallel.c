@@ -172,8 +172,29 @@ void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg) {
     nconv__parallel_on(e->pool, e->threads, fn, arg);
 }
 
+int nconv__parallel_width(const nconv_exec *e) { return e->threads < NCONV_MAX_THREADS ? e->threads : NCONV_MAX_THREADS; }
+
 void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end) {
     const int64_t q = n / nthreads, r = n % nthreads;
     *begin = tid * q + (tid < r ? tid : r);
     *end = *begin + q + (tid < r ? 1 : 0);
+}
+
+void nconv__share_split(nconv_share *shares, int64_t n, int nthreads) {
+    for (int t = 0; t < nthreads; t++) {
+        int64_t begin, end;
+        nconv__split(n, t, nthreads, &begin, &end);
+        atomic_init(&shares[t].next, begin);
+        shares[t].end = end;
+    }
+}
+
+int64_t nconv__share_claim(nconv_share *shares, int tid, int nthreads) {
+    for (int k = 0; k < nthreads; k++) {
+        nconv_share *s = &shares[(tid + k) % nthreads];
+        if (atomic_load_explicit(&s->next, memory_order_relaxed) >= s->end) continue;
+        const int64_t i = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
+        if (i < s->end) return i;
+    }
+    return -1;
 }

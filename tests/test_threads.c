@@ -8,9 +8,11 @@
  * ThreadSanitizer, which must report nothing.
  */
 #include "test_util.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { CALLERS = 8, PROBLEMS = 4, ROUNDS = 6 };
@@ -138,7 +140,48 @@ static void test_fork(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Work sharing with stealing: each item is claimed exactly once; a thread
+ * that starts late finds its share taken by the others. Thread 0 waits
+ * (at most 20 s) until the others have run out of items. */
+enum { SHARE_THREADS = 4, SHARE_ITEMS = 1000 };
+typedef struct share_test {
+    nconv_share shares[SHARE_THREADS];
+    atomic_int claimed[SHARE_ITEMS], finished;
+    int64_t late_claims; /* items thread 0 claimed after the others finished */
+    int waited;          /* whether thread 0 saw them finish */
+} share_test;
+
+static void share_task(void *arg, int tid, int nthreads) {
+    share_test *t = arg;
+    if (tid == 0) {
+        const struct timespec ms = {0, 1000000};
+        for (int i = 0; i < 20000 && atomic_load(&t->finished) < nthreads - 1; i++) nanosleep(&ms, NULL);
+        t->waited = atomic_load(&t->finished) == nthreads - 1;
+    }
+    int64_t n = 0;
+    for (int64_t i; (i = nconv__share_claim(t->shares, tid, nthreads)) >= 0; n++) atomic_fetch_add(&t->claimed[i], 1);
+    if (tid == 0) t->late_claims = n;
+    else atomic_fetch_add(&t->finished, 1);
+}
+
+static void test_shares(void) {
+    share_test *t = calloc(1, sizeof *t);
+    nconv__share_split(t->shares, SHARE_ITEMS, SHARE_THREADS);
+    CHECK(t->shares[0].end == SHARE_ITEMS / SHARE_THREADS && t->shares[SHARE_THREADS - 1].end == SHARE_ITEMS,
+          "share_split: shares end at %lld, %lld", (long long)t->shares[0].end,
+          (long long)t->shares[SHARE_THREADS - 1].end);
+    nconv__parallel_on(NULL, SHARE_THREADS, share_task, t);
+    int64_t bad = 0;
+    for (int i = 0; i < SHARE_ITEMS; i++) bad += atomic_load(&t->claimed[i]) != 1;
+    CHECK(bad == 0, "%lld of %d items not claimed exactly once", (long long)bad, SHARE_ITEMS);
+    /* Without the others running (no threads started), thread 0 ran first and claimed everything. */
+    CHECK(!t->waited || t->late_claims == 0, "thread 0 started late and still claimed %lld items",
+          (long long)t->late_claims);
+    free(t);
+}
+
 int main(void) {
+    test_shares();
     nconv_context *solo;
     nconv_context_create(&solo);
     for (int k = 0; k < PROBLEMS; k++) {

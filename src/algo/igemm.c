@@ -169,7 +169,7 @@ typedef struct job {
 } job;
 
 typedef struct ws_sizes {
-    size_t x, y, w, packed, lanes, init, zero, jobs, cols, scratch; /* scratch: per thread */
+    size_t x, y, w, packed, lanes, init, zero, jobs, shares, cols, scratch; /* scratch: per thread */
 } ws_sizes;
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
@@ -202,9 +202,10 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         if (wq > s->packed) s->packed = wq;
     }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
+    s->shares = sizeof(nconv_share) * (size_t)threads; /* fwd, bwd_d: units of the row GEMM; bwd_w: pixel chunks */
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
            nconv__ws_round(s->lanes) +
-           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) + nconv__ws_round(s->cols) +
+           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) + nconv__ws_round(s->shares) + nconv__ws_round(s->cols) +
            (size_t)threads * nconv__ws_round(s->scratch);
 }
 
@@ -234,6 +235,7 @@ typedef struct row_ctx {
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
     int64_t njobs, total_cost; /* sum of unit_cost over every unit */
+    nconv_share *shares;       /* per thread: its units (first_unit), claimed by nconv__share_claim */
     int64_t pgroups;           /* a unit of work: a row block, and one of pgroups ranges of its column panels */
     char *scratch;
     size_t scratch_stride;
@@ -476,17 +478,16 @@ static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
 
 static void row_task(void *arg, int tid, int nthreads) {
     const row_ctx *rc = arg;
-    const int64_t u0 = first_unit(rc, tid, nthreads), u1 = first_unit(rc, tid + 1, nthreads);
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
     float **crow = (float **)scratch;
     const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
     const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
     const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* row starts per (k0, k1) tap pair */
     float *pbuf = (float *)(rb + rc->g.KS);
-    int64_t jb = 0, first = 0; /* job of unit u0, and its first global unit */
-    while (jb < rc->njobs && first + rc->jobs[jb].units <= u0) first += rc->jobs[jb++].units;
-    for (int64_t u = u0; u < u1; u++) {
-        while (u - first >= rc->jobs[jb].units) first += rc->jobs[jb++].units;
+    int64_t jb = 0, first = 0; /* the job of the last unit, and its first global unit */
+    for (int64_t u; (u = nconv__share_claim(rc->shares, tid, nthreads)) >= 0;) {
+        if (u < first) jb = first = 0; /* a unit stolen from an earlier share */
+        while (first + rc->jobs[jb].units <= u) first += rc->jobs[jb++].units;
         row_block(rc, &rc->jobs[jb], u - first, a, crow, pa, rb, pbuf);
     }
 #if defined(__x86_64__) || defined(__i386__)
@@ -705,6 +706,7 @@ typedef struct bw_ctx {
     double *lanes, *lanes_more;
     int64_t units, tiles; /* tiles of MR rows per (group, tap) */
     int64_t dwf;          /* floats of one chunk's sums */
+    nconv_share *shares;  /* per thread: its pixel chunks (bw_chunks > 1), claimed by nconv__share_claim */
     char *scratch;
     size_t scratch_stride;
 } bw_ctx;
@@ -897,18 +899,19 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
 }
 
-/* Threads own units over all pixels, or (bw_chunks > 1) whole pixel chunks. */
+/* Threads own units over all pixels (runs of them share packed panels), or
+ * (bw_chunks > 1) claim whole pixel chunks. */
 static void bw_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     char *scratch = bc->scratch + (size_t)tid * bc->scratch_stride;
     const int64_t M = bc->c->N * bc->g.OS, chunks = bc->g.bw_chunks;
-    int64_t a, b;
-    nconv__split(chunks > 1 ? chunks : bc->units, tid, nthreads, &a, &b);
     if (chunks == 1) {
+        int64_t a, b;
+        nconv__split(bc->units, tid, nthreads, &a, &b);
         bw_range(bc, scratch, a, b, 0, M, bc->acc, bc->lanes);
         return;
     }
-    for (int64_t ch = a; ch < b; ch++) {
+    for (int64_t ch; (ch = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         int64_t m0, m1;
         nconv__split(M, (int)ch, (int)chunks, &m0, &m1);
         bw_range(bc, scratch, 0, bc->units, m0, m1, bc->acc + ch * bc->dwf, chunk_lanes(bc, ch));
@@ -1163,8 +1166,11 @@ static nconv_status igemm_run(const nconv_exec *e) {
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
         /* db's lanes from the packing of dy^T (the swapped tiles read dy in place: not there) */
         double *lanes = e->db_lanes && !g.bw_swap ? e->db_lanes : NULL;
+        nconv_share *shares = nconv__arena_take(e->ws, s.shares);
+        if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+        nconv__share_split(shares, g.bw_chunks, nconv__parallel_width(e));
         bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, lanes, lanes_more, c->G * taps * tiles, tiles,
-                     c->G * g.KS * g.Og * g.Cg, scratch, nconv__ws_round(s.scratch)};
+                     c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
         if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
         if (lanes) *e->db_done = 1;
@@ -1259,10 +1265,17 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&
                        (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 && (uintptr_t)dst % 32 == 0;
     const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
+    nconv_share *shares = nconv__arena_take(e->ws, s.shares);
+    if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
                   (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
-                  jobs, njobs, total, pgroups, scratch, nconv__ws_round(s.scratch)};
+                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch)};
+    const int width = nconv__parallel_width(e);
+    for (int t = 0; t < width; t++) {
+        atomic_init(&shares[t].next, first_unit(&rc, t, width));
+        shares[t].end = first_unit(&rc, t + 1, width);
+    }
     nconv__parallel(e, row_task, &rc);
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
