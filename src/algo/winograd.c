@@ -133,7 +133,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo
 }
 
 typedef struct ws_sizes {
-    size_t src, dst, u, org, zero, init, scratch; /* scratch: per thread */
+    size_t src, dst, u, org, zero, init, shares, scratch; /* scratch: per thread */
 } ws_sizes;
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
@@ -145,11 +145,13 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->org = sizeof(int64_t) * (size_t)(g.nh + g.nw);
     s->zero = sizeof(float) * (size_t)(g.K + NR);
     s->init = sizeof(float) * (size_t)(g.cols);
+    s->shares = sizeof(nconv_share) * (size_t)threads;
     s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8) +
                  sizeof(float *) * (size_t)(g.KD * g.T + div_up(g.T, MR) * g.KD * MR + XI + 16);
     if (s->scratch < sizeof(float) * KB * 9 * NR) s->scratch = sizeof(float) * KB * 9 * NR; /* wt_task's */
     return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
-           nconv__ws_round(s->zero) + nconv__ws_round(s->init) + (size_t)threads * nconv__ws_round(s->scratch);
+           nconv__ws_round(s->zero) + nconv__ws_round(s->init) + nconv__ws_round(s->shares) +
+           (size_t)threads * nconv__ws_round(s->scratch);
 }
 
 /* ------------------------------------------------- weight transform */
@@ -252,6 +254,7 @@ typedef struct pipe_ctx {
     const int64_t *org_h, *org_w;
     int64_t o0, on;               /* the chunk's columns */
     int relu;
+    nconv_share *shares; /* per thread: its units, claimed by nconv__share_claim */
     char *scratch;
     size_t scratch_stride;
 } pipe_ctx;
@@ -363,11 +366,10 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     float *poison = pipe_poison(pc, tid);
     const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
     const int64_t np = div_up(pc->on, NR);
-    int64_t u0, u1, have = -1;
-    nconv__split(g->blocks * g->pgroups, tid, nthreads, &u0, &u1);
-    for (int64_t u = u0; u < u1; u++) {
+    int64_t have = -1;
+    for (int64_t u; (u = nconv__share_claim(pc->shares, tid, nthreads)) >= 0;) {
         const int64_t b = u / g->pgroups, q = u % g->pgroups;
-        if (b != have) block_in(pc, b, V, vrow, a, poison); /* a thread's units of one block share V */
+        if (b != have) block_in(pc, b, V, vrow, a, poison); /* a thread's consecutive units of one block share V */
         have = b;
         int64_t p0, p1;
         nconv__split(np, (int)q, (int)g->pgroups, &p0, &p1);
@@ -387,8 +389,9 @@ static nconv_status fwd_run(const nconv_exec *e) {
     float *u = nconv__arena_take(e->ws, s.u), *zero = nconv__arena_take(e->ws, s.zero);
     float *init = nconv__arena_take(e->ws, s.init);
     int64_t *org = nconv__arena_take(e->ws, s.org);
+    nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
-    if (!srcb || !dstb || !u || !zero || !init || !org || !scratch)
+    if (!srcb || !dstb || !u || !zero || !init || !org || !shares || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm winograd");
     memset(zero, 0, s.zero);
     axis_tiles(g.dst[1], g.dil[1], org);
@@ -404,7 +407,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
 
     int finite[NCONV_MAX_THREADS];
     pipe_ctx pc = {c, &g, k, src, dst, u, zero, bias ? init : NULL, org, org + g.nh, 0, 0,
-                   fuse && e->epi && e->epi->relu, scratch, nconv__ws_round(s.scratch)};
+                   fuse && e->epi && e->epi->relu, shares, scratch, nconv__ws_round(s.scratch)};
     for (int64_t ch = 0; ch < g.chunks; ch++) {
         pc.o0 = ch * g.cpanels * NR;
         if (pc.o0 >= g.cols) break;
@@ -415,6 +418,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
         int ok = 1;
         for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
         for (int i = 0; ch == 0 && i < threads; i++) memset(pipe_poison(&pc, i), 0, 8 * sizeof(float));
+        nconv__share_split(shares, g.blocks * g.pgroups, nconv__parallel_width(e));
         if (ok) nconv__parallel(e, pipe_task, &pc);
         /* The first chunk transformed every input patch: its poison tells whether the input is finite. */
         for (int i = 0; ok && ch == 0 && i < threads; i++)
@@ -435,8 +439,8 @@ static nconv_status fwd_run(const nconv_exec *e) {
  * Z = A dY A^T the transformed 4 x 4 dy tile, V = B^T d B the forward's input patch
  * transform: the gradient of the forward's tile product. Output channels go in
  * chunks whose S fits U_BUDGET; per chunk, blocks of T tiles are transformed
- * (threads split the tiles), then their 36 x KD GEMMs accumulate into S (threads
- * split (kd, xi): every S element adds its blocks in block order, whatever the
+ * (threads claim the tiles), then their 36 x KD GEMMs accumulate into S (threads
+ * claim (kd, xi): every S element adds its blocks in block order, whatever the
  * thread count), then S is transformed into dw.
  */
 enum { BW_BYTES = 4 << 20, BW_MAX_T = 192 }; /* V and Z of a block, each at most; tiles per block */
@@ -469,7 +473,7 @@ static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
 }
 
 struct bw_sizes {
-    size_t x, dy, s, v, z, zero, org, scratch; /* scratch: per thread */
+    size_t x, dy, s, v, z, zero, org, shares, scratch; /* scratch: per thread */
 };
 
 static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
@@ -482,10 +486,11 @@ static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
     s->z = sizeof(float) * (size_t)(XI * b.T * b.ldz);
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
     s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
+    s->shares = sizeof(nconv_share) * (size_t)threads;
     const size_t packed = sizeof(float) * (size_t)(b.ob * b.T), wout = sizeof(float) * (size_t)(9 * c->C);
     s->scratch = (packed > wout ? packed : wout) + 8 * sizeof(float); /* + the poison lanes */
     return nconv__ws_round(s->x) + nconv__ws_round(s->dy) + nconv__ws_round(s->s) + nconv__ws_round(s->v) +
-           nconv__ws_round(s->z) + nconv__ws_round(s->zero) + nconv__ws_round(s->org) +
+           nconv__ws_round(s->z) + nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
            (size_t)threads * nconv__ws_round(s->scratch);
 }
 
@@ -499,6 +504,7 @@ typedef struct bw_ctx {
     const nconv_view *w;
     int64_t o0, on, t0, nt; /* the chunk's output channels; the block's tiles */
     int first;              /* the chunk's first block: S starts from zero */
+    nconv_share *shares;    /* per thread: its tiles (transforms) or (kd, xi) units (GEMMs) */
     char *scratch;
     size_t scratch_stride;
 } bw_ctx;
@@ -516,9 +522,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     float *poison = bw_poison(bc, tid);
     const float *patch[XI], *pp[XI];
     float *ysrc[16];
-    int64_t a, e;
-    nconv__split(bc->nt, tid, nthreads, &a, &e);
-    for (int64_t tl = a; tl < e; tl++) {
+    for (int64_t tl; (tl = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0 + tl);
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
         bc->k->wino_dy(bc->on, (const float *const *)ysrc, bc->Z + tl * bc->b->ldz, T * bc->b->ldz, poison);
@@ -543,9 +547,7 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
     const bgeo *b = bc->b;
     const int64_t T = b->T, nt = bc->nt, blocks = div_up(bc->on, MR), C = bc->c->C;
     float *ap = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride);
-    int64_t u0, u1;
-    nconv__split(b->g.KD * XI, tid, nthreads, &u0, &u1);
-    for (int64_t u = u0; u < u1; u++) {
+    for (int64_t u; (u = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int64_t kd = u / XI, xi = u % XI;
         /* Z's rows of this xi, packed in row tiles of MR output channels: ap[blk][tile][r]. */
         const float *z = bc->Z + xi * T * b->ldz;
@@ -602,20 +604,23 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     float *S = nconv__arena_take(e->ws, s.s), *V = nconv__arena_take(e->ws, s.v), *Z = nconv__arena_take(e->ws, s.z);
     float *zero = nconv__arena_take(e->ws, s.zero);
     int64_t *org = nconv__arena_take(e->ws, s.org);
+    nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
-    if (!xb || !yb || !S || !V || !Z || !zero || !org || !scratch)
+    if (!xb || !yb || !S || !V || !Z || !zero || !org || !shares || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm winograd");
     memset(zero, 0, s.zero);
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
     bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
-                 org, org + b.g.nh, S, V, Z, e->w, 0, 0, 0, 0, 1, scratch, nconv__ws_round(s.scratch)};
+                 org, org + b.g.nh, S, V, Z, e->w, 0, 0, 0, 0, 1, shares, scratch, nconv__ws_round(s.scratch)};
+    const int width = nconv__parallel_width(e);
     for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
     for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {
         bc.on = c->O - bc.o0 < b.ob ? c->O - bc.o0 : b.ob;
         if (b.blocks == 0) memset(S, 0, s.s); /* no pixels: dw is zero */
         for (int64_t blk = 0; blk < b.blocks; blk++) {
             bc.t0 = blk * b.T, bc.nt = b.g.tiles - bc.t0 < b.T ? b.g.tiles - bc.t0 : b.T, bc.first = blk == 0;
+            nconv__share_split(shares, bc.nt, width);
             nconv__parallel(e, bw_transform_task, &bc);
             int ok = 1;
             for (int i = 0; i < threads; i++)
@@ -624,6 +629,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
                 e->ws->used = mark;
                 return nconv_algo_igemm.run(e);
             }
+            nconv__share_split(shares, b.g.KD * XI, width);
             nconv__parallel(e, bw_gemm_task, &bc);
         }
         nconv__parallel(e, bw_out_task, &bc);
