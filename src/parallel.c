@@ -1,10 +1,12 @@
 /*
  * Threading: nconv__parallel runs fn(arg, tid, nthreads) on `threads`
  * threads, the caller's being tid 0, and returns when all are done. Each
- * task splits its own range (nconv__split); the partition depends only on
- * the range and the thread count, and algorithms make results independent
- * of it. The threads are the context's pool of workers (see internal.h),
- * or, with no pool free, threads started for the call.
+ * task splits its own range (nconv__split), or claims its items from
+ * per-thread shares with stealing (nconv__share_claim) when each item is
+ * computed whole: on a shared machine one delayed thread would otherwise
+ * hold up the region. Algorithms make results independent of who computes
+ * what. The threads are the context's pool of workers (see internal.h), or,
+ * with no pool free, threads started for the call.
  */
 #include "internal.h"
 
