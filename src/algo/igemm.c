@@ -772,12 +772,11 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
-        for (int64_t k = 0; k < kc && !g->pointwise; k++) { /* pointwise: input pixel p is output pixel p */
-            const int64_t p = p0 + k, op = p % g->OS;
-            pix[k] = g->wfold ? p / g->OS : (p / g->OS) * g->IS * c->C; /* the image, or its offset */
-            pix[KC + k] = op / (c->out[1] * c->out[2]);
-            pix[2 * KC + k] = (op / c->out[2]) % c->out[1];
-            pix[3 * KC + k] = op % c->out[2];
+        pixel px; /* advanced pixel by pixel: five divisions per pixel cost conv1's bwd_w about 10% */
+        if (!g->pointwise) pixel_of(c, g->OS, p0, &px);
+        for (int64_t k = 0; k < kc && !g->pointwise; k++, pixel_next(c, &px)) { /* pointwise: input pixel p is output pixel p */
+            pix[k] = g->wfold ? px.n : px.n * g->IS * c->C; /* the image, or its offset */
+            pix[KC + k] = px.o[0], pix[2 * KC + k] = px.o[1], pix[3 * KC + k] = px.o[2];
         }
         for (int64_t k = 0; k < kc; k++) dyrows[k] = bc->dy ? bc->dy + (p0 + k) * c->O : NULL;
         int64_t packed_g = -1;
@@ -809,14 +808,16 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 bias_lanes(bc, lanes, p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
             }
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
-                const int64_t k0 = t / c->k[1], k1 = t % c->k[1];
+                /* Every loop bound in a local: the stores to xrows kept the compiler reloading them. */
+                const int64_t in0 = c->in[0], in1 = c->in[1], s0 = c->s[0], s1 = c->s[1], Cg = g->Cg;
+                const int64_t h0 = (t / c->k[1]) * c->d[0] - c->pb[0], h1 = (t % c->k[1]) * c->d[1] - c->pb[1];
+                const int64_t row = g->iw_pad * Cg, col = c->s[2] * Cg;
+                const nconv_padding_mode mode = c->mode;
+                const float *xg = bc->x + gi * c->N * in0 * in1 * row;
                 for (int64_t k = 0; k < kc; k++) {
-                    const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
-                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-                    xrows[k] = (i0 < 0 || i1 < 0)
-                                   ? bc->zero
-                                   : bc->x + ((((gi * c->N + pix[k]) * c->in[0] + i0) * c->in[1] + i1) * g->iw_pad +
-                                              pix[3 * KC + k] * c->s[2]) * g->Cg;
+                    const int64_t i0 = nconv__map_index(pix[KC + k] * s0 + h0, in0, mode);
+                    const int64_t i1 = nconv__map_index(pix[2 * KC + k] * s1 + h1, in1, mode);
+                    xrows[k] = (i0 < 0 || i1 < 0) ? bc->zero : xg + ((pix[k] * in0 + i0) * in1 + i1) * row + pix[3 * KC + k] * col;
                 }
             } else if (g->pointwise) {
                 for (int64_t k = 0; k < kc; k++) xrows[k] = bc->x + (p0 + k) * c->C + gi * g->Cg;
