@@ -168,6 +168,12 @@ typedef struct job {
     int64_t units;        /* row blocks x panel groups (see row_ctx) */
 } job;
 
+/* Floats from one packed bwd_w row tile to the next ([KC][MR] each). Tiles
+ * KC * MR floats apart were 6 or 12 KiB apart, so the packing's current line
+ * of every tile fell into the same one or two L1 sets and each store missed;
+ * a line more spreads them. */
+static int64_t bw_tile_stride(const geo *g) { return g->bw_kc * MR + 16; }
+
 typedef struct ws_sizes {
     size_t x, y, w, packed, lanes, init, zero, jobs, shares, cols, scratch; /* scratch: per thread */
 } ws_sizes;
@@ -186,7 +192,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         if (!g.bw_swap) s->lanes = sizeof(double) * (size_t)(4 * c->O * (g.bw_chunks - 1)); /* db lanes of chunks 1.. */
         s->init = s->jobs = 0;
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
-        s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * MR * g.bw_kc) +
+        s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * bw_tile_stride(&g)) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
                      sizeof(float) * (size_t)((g.bw_swap ? g.panels : 1) * NR * g.bw_kc); /* packed B panels, see bw_task */
     } else {
@@ -756,12 +762,13 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const int64_t rows_n = swap ? width : g->Og, cols_n = swap ? g->Og : width;
     if (u0 >= u1) return;
     const int64_t KC = g->bw_kc;
-    float *apack = (float *)scratch;                                     /* [tiles][KC][MR] */
-    const float **xrows = (const float **)(apack + bc->tiles * KC * MR); /* [KC] */
-    const float **dyrows = xrows + KC;                                   /* [KC] */
-    int64_t *pix = (int64_t *)(dyrows + KC);                             /* [4][KC]: image offset, o0, o1, o2 */
-    const float **brows = (const float **)(pix + 4 * KC);                /* [KC] rows of bpack */
-    float *bpack = (float *)(brows + KC);                                /* [KC][NR], or [panels][KC][NR] */
+    const int64_t ts = bw_tile_stride(g);
+    float *apack = (float *)scratch;                                /* [tiles][KC][MR], ts floats apart */
+    const float **xrows = (const float **)(apack + bc->tiles * ts); /* [KC] */
+    const float **dyrows = xrows + KC;                              /* [KC] */
+    int64_t *pix = (int64_t *)(dyrows + KC);                        /* [4][KC]: image offset, o0, o1, o2 */
+    const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
+    float *bpack = (float *)(brows + KC);                           /* [KC][NR], or [panels][KC][NR] */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
@@ -795,9 +802,9 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t full = g->Og / MR < t_hi ? g->Og / MR : t_hi;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = dyrows[k] + gi * g->Og;
-                    for (int64_t o = t_lo; o < full; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    for (int64_t o = t_lo; o < full; o++) memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (full < t_hi) {
-                        float *d = apack + (full * KC + k) * MR;
+                        float *d = apack + full * ts + k * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < g->Og ? src[full * MR + r] : 0.0f;
                     }
                 }
@@ -854,7 +861,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         }
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, pack ? brows : xrows,
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * ts, pack ? brows : xrows,
                                        pack ? 0 : j0, acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
                 }
@@ -867,9 +874,9 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t whole = g->wfold ? o1 : full;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = xrows[k];
-                    for (int64_t o = o0; o < whole; o++) memcpy(apack + (o * KC + k) * MR, src + o * MR, sizeof(float) * MR);
+                    for (int64_t o = o0; o < whole; o++) memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (whole < o1) {
-                        float *d = apack + (full * KC + k) * MR;
+                        float *d = apack + full * ts + k * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < rows_n ? src[full * MR + r] : 0.0f;
                     }
                 }
@@ -892,7 +899,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
                     for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                         const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * KC * MR, bc->dy_planes ? brows : dyrows,
+                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * ts, bc->dy_planes ? brows : dyrows,
                                        bc->dy_planes ? j0 / NR * KC * NR : gi * g->Og + j0,
                                        acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
                     }
