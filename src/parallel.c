@@ -174,7 +174,9 @@ void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg) {
     nconv__parallel_on(e->pool, e->threads, fn, arg);
 }
 
-int nconv__parallel_width(const nconv_exec *e) { return e->threads < NCONV_MAX_THREADS ? e->threads : NCONV_MAX_THREADS; }
+int nconv__parallel_width(const nconv_exec *e) {
+    return e->threads < NCONV_MAX_THREADS ? e->threads : NCONV_MAX_THREADS;
+}
 
 void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end) {
     const int64_t q = n / nthreads, r = n % nthreads;

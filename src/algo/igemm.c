@@ -210,9 +210,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
     s->shares = sizeof(nconv_share) * (size_t)threads; /* fwd, bwd_d: units of the row GEMM; bwd_w: pixel chunks */
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
-           nconv__ws_round(s->lanes) +
-           nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) + nconv__ws_round(s->shares) + nconv__ws_round(s->cols) +
-           (size_t)threads * nconv__ws_round(s->scratch);
+           nconv__ws_round(s->lanes) + nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) +
+           nconv__ws_round(s->shares) + nconv__ws_round(s->cols) + (size_t)threads * nconv__ws_round(s->scratch);
 }
 
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
@@ -779,9 +778,11 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
-        pixel px; /* advanced pixel by pixel: five divisions per pixel cost conv1's bwd_w about 10% */
+        /* Pixels advanced one by one: five divisions each cost conv1's bwd_w about 10%.
+         * Pointwise problems need none: input pixel p is output pixel p. */
+        pixel px;
         if (!g->pointwise) pixel_of(c, g->OS, p0, &px);
-        for (int64_t k = 0; k < kc && !g->pointwise; k++, pixel_next(c, &px)) { /* pointwise: input pixel p is output pixel p */
+        for (int64_t k = 0; k < kc && !g->pointwise; k++, pixel_next(c, &px)) {
             pix[k] = g->wfold ? px.n : px.n * g->IS * c->C; /* the image, or its offset */
             pix[KC + k] = px.o[0], pix[2 * KC + k] = px.o[1], pix[3 * KC + k] = px.o[2];
         }
@@ -802,7 +803,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t full = g->Og / MR < t_hi ? g->Og / MR : t_hi;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = dyrows[k] + gi * g->Og;
-                    for (int64_t o = t_lo; o < full; o++) memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
+                    for (int64_t o = t_lo; o < full; o++)
+                        memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (full < t_hi) {
                         float *d = apack + full * ts + k * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < g->Og ? src[full * MR + r] : 0.0f;
@@ -824,7 +826,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 for (int64_t k = 0; k < kc; k++) {
                     const int64_t i0 = nconv__map_index(pix[KC + k] * s0 + h0, in0, mode);
                     const int64_t i1 = nconv__map_index(pix[2 * KC + k] * s1 + h1, in1, mode);
-                    xrows[k] = (i0 < 0 || i1 < 0) ? bc->zero : xg + ((pix[k] * in0 + i0) * in1 + i1) * row + pix[3 * KC + k] * col;
+                    xrows[k] = (i0 < 0 || i1 < 0) ? bc->zero
+                                                  : xg + ((pix[k] * in0 + i0) * in1 + i1) * row + pix[3 * KC + k] * col;
                 }
             } else if (g->pointwise) {
                 for (int64_t k = 0; k < kc; k++) xrows[k] = bc->x + (p0 + k) * c->C + gi * g->Cg;
@@ -874,7 +877,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t whole = g->wfold ? o1 : full;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = xrows[k];
-                    for (int64_t o = o0; o < whole; o++) memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
+                    for (int64_t o = o0; o < whole; o++)
+                        memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (whole < o1) {
                         float *d = apack + full * ts + k * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < rows_n ? src[full * MR + r] : 0.0f;
