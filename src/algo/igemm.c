@@ -1287,9 +1287,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
                   jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
+    int64_t u0 = 0; /* each share ends where the next begins: first_unit once per boundary */
     for (int t = 0; t < width; t++) {
-        atomic_init(&shares[t].next, first_unit(&rc, t, width));
-        shares[t].end = first_unit(&rc, t + 1, width);
+        atomic_init(&shares[t].next, u0);
+        shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
