@@ -1,7 +1,8 @@
 /*
  * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs, on
  * cache-resident operands, against the measured FMA peak (nconv bench's
- * register-only loop, tools/nconv/peak.c). Usage: kernel_bench [kc]
+ * register-only loop, tools/nconv/peak.c, as wide as the ISA's vectors: 16
+ * lanes for AVX-512, 8 otherwise). Usage: kernel_bench [kc]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 
 #include "../src/kernels/kernels.h"
 
-double fma_peak_gflops(int threads); /* tools/nconv/peak.c */
+#include "cli.h" /* fma_peak_gflops_lanes: tools/nconv/peak.c */
 
 static double now(void) {
     struct timespec ts;
@@ -35,17 +36,17 @@ int main(int argc, char **argv) {
      * the best each loop reached. */
     enum { ROUNDS = 4, KERNELS = 3 };
     const char *const names[KERNELS] = {"f32_gemm_6x16", "f32_igemm_6x16", "f32_gemm_ib_6x16"};
-    double peak = 0;
-    for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
+    for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;
-        if (isa == NCONV_ISA_AVX2 && nconv__detect_isa() < NCONV_ISA_AVX2) {
-            printf("%-8s skipped: the CPU lacks AVX2/FMA (or NCONV_MAX_ISA caps it)\n", k->name);
+        if (isa > (int)nconv__detect_isa()) {
+            printf("%-8s skipped: the CPU lacks the ISA (or NCONV_MAX_ISA caps it)\n", k->name);
             continue;
         }
-        double gf[KERNELS] = {0};
+        const int lanes = isa == NCONV_ISA_AVX512 ? 16 : 8;
+        double gf[KERNELS] = {0}, peak = 0;
         for (int round = 0; round < ROUNDS; round++) {
-            const double p = fma_peak_gflops(1);
+            const double p = fma_peak_gflops_lanes(1, lanes);
             if (p > peak) peak = p;
             for (int which = 0; which < KERNELS; which++) {
                 const int64_t reps = (int64_t)(1e9 / (2.0 * NCONV_MR * NCONV_NR * (double)kc)) / (isa ? 1 : 20);
@@ -67,8 +68,9 @@ int main(int argc, char **argv) {
         for (int which = 0; which < KERNELS; which++)
             printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[which], gf[which],
                    peak > 0 ? 100 * gf[which] / peak : 0);
+        printf("%-8s FMA peak (%d lanes, 1 thread, best of %d rounds): %.1f GFLOP/s; kc = %lld\n", k->name, lanes,
+               ROUNDS, peak, (long long)kc);
     }
-    printf("FMA peak (1 thread, best of %d rounds): %.1f GFLOP/s; kc = %lld\n", ROUNDS, peak, (long long)kc);
     printf("(c[0][0] = %g)\n", (double)c[0][0]);
     free(a);
     free(w);

@@ -484,7 +484,7 @@ static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
 
 int main(void) {
     uint64_t krng = 77;
-    for (int isa = NCONV_ISA_AVX2; isa >= NCONV_ISA_GENERIC; isa--) {
+    for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;
         if ((nconv_isa)isa > nconv__detect_isa()) {

@@ -199,9 +199,25 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                    const float *const *a, int64_t a_off, const float *zero, const float *w,
                                    int64_t ws, float *const *c, const float *init, int flags);
+/* The 6 x 16 tile kernels again with 512-bit registers; the AVX-512 table
+ * takes every other kernel from AVX2. */
+void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                  int64_t a_off, const float *zero, const float *w, float *const *c,
+                                  const float *init, int flags);
+void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                     const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                     int64_t ws, float *const *c, const float *init, int flags);
+void nconv_f32_igemm_6x16_planes__avx512(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
+                                         const float *zero, const float *w, float *c, int64_t ldc,
+                                         const float *init, int flags);
+void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                                 int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                    int64_t boff, float *c, int64_t ldc, int accumulate);
 #endif
 
-typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1 } nconv_isa;
+typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
+enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 
 /* The kernels of one ISA; all share the 6 x 16 tile. */
 typedef struct nconv_kernels {
@@ -229,7 +245,7 @@ typedef struct nconv_kernels {
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };
 
-/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2. */
+/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512. */
 nconv_isa nconv__detect_isa(void);
 /* The kernel table for isa (NULL if this build lacks it). */
 const nconv_kernels *nconv__kernels_for(nconv_isa isa);

@@ -6,6 +6,11 @@
 
 static const nconv_kernels tables[] = {
 #if defined(__x86_64__) || defined(_M_X64)
+    {NCONV_ISA_AVX512, "avx512", nconv_f32_igemm_6x16__avx512, nconv_f32_igemm_6x16_np__avx512, nconv_f32_igemm_6x16_planes__avx512, nconv_f32_gemm_ib_6x16__avx512, nconv_f32_gemm_6x16__avx512,
+     nconv_f32_transpose__avx2, nconv_f32_chsum__avx2,
+     nconv_f32_dwconv__avx2, nconv_f32_vmacc__avx2, nconv_f32_dwrow__avx2, nconv_f32_dwdot__avx2,
+     nconv_f32_gbw__avx2, nconv_f32_gfwd__avx2, nconv_f32_wino_in__avx2, nconv_f32_wino_out__avx2, nconv_f32_wino_w__avx2,
+     nconv_f32_wino_dy__avx2, nconv_f32_wino_wgrad__avx2},
     {NCONV_ISA_AVX2, "avx2", nconv_f32_igemm_6x16__avx2, nconv_f32_igemm_6x16_np__avx2, nconv_f32_igemm_6x16_planes__avx2, nconv_f32_gemm_ib_6x16__avx2, nconv_f32_gemm_6x16__avx2,
      nconv_f32_transpose__avx2, nconv_f32_chsum__avx2,
      nconv_f32_dwconv__avx2, nconv_f32_vmacc__avx2, nconv_f32_dwrow__avx2, nconv_f32_dwdot__avx2,
@@ -20,10 +25,15 @@ static const nconv_kernels tables[] = {
 };
 
 nconv_isa nconv__detect_isa(void) {
-    nconv_isa cap = NCONV_ISA_AVX2;
+    nconv_isa cap = NCONV_ISA_AVX512;
     const char *env = getenv("NCONV_MAX_ISA");
     if (env && !strcmp(env, "generic")) cap = NCONV_ISA_GENERIC;
+    if (env && !strcmp(env, "avx2")) cap = NCONV_ISA_AVX2;
 #if defined(__x86_64__) && defined(__GNUC__)
+    /* libgcc also checks that the OS saves the registers (XCR0). */
+    if (cap >= NCONV_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+        return NCONV_ISA_AVX512;
     if (cap >= NCONV_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return NCONV_ISA_AVX2;
 #endif

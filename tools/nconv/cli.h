@@ -32,6 +32,8 @@ double now_seconds(void);
 double median(double *v, int n);
 /* Measured FMA peak over `threads` threads in GFLOP/s; 0 when unknown. */
 double fma_peak_gflops(int threads);
+/* The same with a given vector width: 8 (AVX2) or 16 (AVX-512) lanes; 0 when the CPU lacks it. */
+double fma_peak_gflops_lanes(int threads, int lanes);
 /* The oneDNN peer (onednn.c): whether it was built in; one problem and
  * direction (0 fwd, 1 bwd_d, 2 bwd_w) as a primitive created once (NULL when
  * oneDNN is absent or refuses it; impl receives its implementation name),

@@ -11,4 +11,24 @@ static inline __m256i nconv__avx2_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */
+static inline void nconv__avx2_store_planes(float *c, int64_t ldc, int64_t nc, __m256 r0, __m256 r1, __m256 r2,
+                                            __m256 r3, __m256 r4, __m256 r5) {
+    const __m256 z = _mm256_setzero_ps();
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    /* s_k: pixels 0-3 of channels k (low half) and k + 4 (high half); u_k: pixels 4, 5 of them */
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u0 = _mm256_shuffle_ps(t4, z, 0x44), u1 = _mm256_shuffle_ps(t4, z, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t5, z, 0x44), u3 = _mm256_shuffle_ps(t5, z, 0xee);
+    const __m256 s[4] = {s0, s1, s2, s3}, u[4] = {u0, u1, u2, u3};
+    for (int j = 0; j < 8 && j < nc; j++) {
+        const __m128 lo = j < 4 ? _mm256_castps256_ps128(s[j]) : _mm256_extractf128_ps(s[j - 4], 1);
+        const __m128 hi = j < 4 ? _mm256_castps256_ps128(u[j]) : _mm256_extractf128_ps(u[j - 4], 1);
+        _mm_storeu_ps(c + j * ldc, lo);
+        _mm_storel_pi((__m64 *)(c + j * ldc + 4), hi);
+    }
+}
+
 #endif
