@@ -284,7 +284,8 @@ static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
 
 /* igemm_np (all column panels of a tile in one call) against one igemm call
  * per panel: the same bits, for one tap (rows set up once per call) and two,
- * with a_off and a zero row, with and without the prefetch hint. */
+ * with a_off and a zero row, with and without the prefetch hint, from init
+ * and accumulating onto C. */
 static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     const int64_t KC = 37, NP = 4, AOFF = 3;
     float *a = malloc(sizeof(float) * 2 * 6 * (KC + AOFF)), *w = malloc(sizeof(float) * NP * 2 * KC * 16 + 32);
@@ -300,17 +301,18 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
         for (int64_t mr = 1; mr <= 6; mr++)
             for (int64_t np = 1; np <= NP; np++)
                 for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                    for (int f = 0; f < 4; f++) { /* the prefetch hint reaches past c's end: a hint never faults */
+                    for (int f = 0; f < 8; f++) { /* the prefetch hint reaches past c's end: a hint never faults */
                         const int flags = (f & 1 ? NCONV_IGEMM_RELU : 0) | (f & 2 ? NCONV_IGEMM_PREFETCH : 0);
+                        const float *fi = f & 4 ? NULL : init; /* NULL: accumulate onto C */
                         float *r1[6], *r2[6];
-                        for (int64_t i = 0; i < 6 * 80; i++) c1[i] = c2[i] = -5.0f;
+                        for (int64_t i = 0; i < 6 * 80; i++) c1[i] = c2[i] = (float)(i % 7) - 3.0f;
                         for (int r = 0; r < 6; r++) r1[r] = c1 + r * 80, r2[r] = c2 + r * 80;
-                        k->igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, r1, init, flags);
+                        k->igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, r1, fi, flags);
                         for (int64_t q = 0; q < np; q++) {
                             float *rq[6];
                             for (int r = 0; r < 6; r++) rq[r] = r2[r] + q * 16;
                             k->igemm(mr, q + 1 < np ? 16 : nc_last, KC, ks, ap, AOFF, zero, wa + q * ks * KC * 16, rq,
-                                     init + q * 16, flags & NCONV_IGEMM_RELU);
+                                     fi ? fi + q * 16 : NULL, flags & NCONV_IGEMM_RELU);
                         }
                         CHECK(!memcmp(c1, c2, sizeof(float) * 6 * 80),
                               "%s igemm_np ks %lld mr %lld np %lld nc_last %lld flags %d: differs from per-panel calls",

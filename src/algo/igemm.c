@@ -392,49 +392,48 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. */
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
-        if (tile_outer && first && last && !rc->planes) {
-            /* One reduction block: a kernel call runs all of a tile's panels. */
-            const int64_t nc_last = g->rows_cols - (p1 - 1) * NR < NR ? g->rows_cols - (p1 - 1) * NR : NR;
-            for (int64_t tile = 0; tile < ntiles; tile++) {
-                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
-                float *cp[MR];
-                for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + p0 * NR;
-                rc->k->igemm_np(mr, p1 - p0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
-                                j->w + p0 * j->ks * g->kc * NR, j->ks * g->kc * NR, cp,
-                                rc->init + (j->g * g->panels + p0) * NR, rc->flags);
+        if (!rc->planes) {
+            /* A kernel call runs all of a tile's panels, or two while the tiles
+             * stream (the AVX-512 kernels share each load of A between two). */
+            const int64_t pstep = tile_outer ? p1 - p0 : 2;
+            for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
+                const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
+                const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+                for (int64_t tile = 0; tile < ntiles; tile++) {
+                    const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                    float *cp[MR];
+                    for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
+                    rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
+                                    j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR, j->ks * g->kc * NR, cp,
+                                    first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
+                }
             }
             continue;
         }
+        /* NCHW output in place: one reduction block, so init is set and this is the last. */
         const int64_t n_out = tile_outer ? ntiles : p1 - p0, n_in = tile_outer ? p1 - p0 : ntiles;
         for (int64_t io = 0; io < n_out; io++)
             for (int64_t ii = 0; ii < n_in; ii++) {
                 const int64_t tile = tile_outer ? io : ii, p = p0 + (tile_outer ? ii : io);
                 const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                 const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
-                const float *wp = j->w + (p * j->ks * g->kc + j->ks * k0) * NR;
-                const float *init = first ? rc->init + (j->g * g->panels + p) * NR : NULL;
-                if (rc->planes) { /* one reduction block: init is set, this is the last */
-                    const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + p * NR;
-                    float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
-                    if (mr == MR && i0 % rc->S + MR <= rc->S) {
-                        rc->k->igemm_planes(nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, base, rc->pch,
-                                            init, rc->flags);
-                        continue;
-                    }
-                    /* A tile across images, or the last: through a small buffer. */
-                    float tbuf[MR][NR], *tp[MR];
-                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
-                    rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, tp, init, rc->flags);
-                    for (int64_t r = 0; r < mr; r++) {
-                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + ch0 * rc->pch + (i0 + r) % rc->S;
-                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
-                    }
+                const float *wp = j->w + p * j->ks * g->kc * NR;
+                const float *init = rc->init + (j->g * g->panels + p) * NR;
+                const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + p * NR;
+                float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
+                if (mr == MR && i0 % rc->S + MR <= rc->S) {
+                    rc->k->igemm_planes(nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, base, rc->pch,
+                                        init, rc->flags);
                     continue;
                 }
-                float *cp[MR];
-                for (int64_t r = 0; r < mr; r++) cp[r] = crow[tile * MR + r] + p * NR;
-                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, cp, init,
-                             last ? rc->flags : 0);
+                /* A tile across images, or the last: through a small buffer. */
+                float tbuf[MR][NR], *tp[MR];
+                for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
+                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, tp, init, rc->flags);
+                for (int64_t r = 0; r < mr; r++) {
+                    float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + ch0 * rc->pch + (i0 + r) % rc->S;
+                    for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                }
             }
     }
 }

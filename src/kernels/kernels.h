@@ -37,8 +37,8 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
 /*
  * np column panels of one tile in one call, as np calls of the kernel above
  * (the same sums, bit for bit): panel q reads w + q * ws, starts from
- * init + q * 16 (required) and writes columns q * 16 + j of the c rows,
- * j < 16, or j < nc_last in the last panel.
+ * init + q * 16 (from C when init is NULL) and writes columns q * 16 + j of
+ * the c rows, j < 16, or j < nc_last in the last panel.
  */
 typedef void (*nconv_f32_igemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                       const float *const *a, int64_t a_off, const float *zero, const float *w,

@@ -1,6 +1,8 @@
 /* Indirect GEMM micro-kernel, 6 x 16, portable C (contract in ../kernels.h). */
 #include "../kernels.h"
 
+#include <stddef.h>
+
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int flags) {
@@ -36,6 +38,6 @@ void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, i
         float *rows[6];
         for (int64_t r = 0; r < 6; r++) rows[r] = (r < mr ? c[r] : c[0]) + q * 16;
         nconv_f32_igemm_6x16__generic(mr, q + 1 < np ? 16 : nc_last, kc, ks, a, a_off, zero, w + q * ws, rows,
-                                      init + q * 16, flags);
+                                      init ? init + q * 16 : NULL, flags);
     }
 }

@@ -106,6 +106,15 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                    const float *const *a, int64_t a_off, const float *zero, const float *w,
                                    int64_t ws, float *const *c, const float *init, int flags) {
+    if (!init) { /* accumulating reduction blocks are long: the per-call set-up matters little */
+        for (int64_t q = 0; q < np; q++) {
+            float *cq[6];
+            for (int r = 0; r < 6; r++) cq[r] = c[r] + q * 16;
+            nconv_f32_igemm_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, ks, a, a_off, zero, w + q * ws, cq, NULL,
+                                       flags);
+        }
+        return;
+    }
     const float *const *const at = a;
     const float *const w0 = w;
     /* Outputs far larger than the caches, written with plain stores: each one

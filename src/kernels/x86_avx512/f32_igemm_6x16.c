@@ -162,8 +162,22 @@ void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, in
         ACC_DECL;
         __m512 f0, f1, f2, f3, f4, f5, p0, p1, p2, p3, p4, p5;
         o0 = o1 = o2 = o3 = o4 = o5 = p0 = p1 = p2 = p3 = p4 = p5 = _mm512_setzero_ps();
-        e0 = e1 = e2 = e3 = e4 = e5 = _mm512_loadu_ps(init + q * 16);
-        f0 = f1 = f2 = f3 = f4 = f5 = _mm512_loadu_ps(init + q * 16 + 16);
+        if (init) {
+            e0 = e1 = e2 = e3 = e4 = e5 = _mm512_loadu_ps(init + q * 16);
+            f0 = f1 = f2 = f3 = f4 = f5 = _mm512_loadu_ps(init + q * 16 + 16);
+        } else { /* accumulate onto C; masked loads of rows past mr read nothing */
+            const __mmask16 m = nconv__avx512_mask(q + 2 < np ? 16 : nc_last);
+#define LOAD_ROW(r)                                                                  \
+    e##r = _mm512_maskz_loadu_ps(mr > r ? 0xffff : 0, c[mr > r ? r : 0] + q * 16); \
+    f##r = _mm512_maskz_loadu_ps(mr > r ? m : 0, c[mr > r ? r : 0] + q * 16 + 16)
+            LOAD_ROW(0);
+            LOAD_ROW(1);
+            LOAD_ROW(2);
+            LOAD_ROW(3);
+            LOAD_ROW(4);
+            LOAD_ROW(5);
+#undef LOAD_ROW
+        }
         a = at, w = w0 + q * ws;
         if (ks == 1) {
             IGEMM_ROWS(a)
@@ -186,7 +200,7 @@ void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, in
     if (q < np) {
         float *cq[6];
         for (int r = 0; r < 6; r++) cq[r] = c[r] + q * 16;
-        nconv_f32_igemm_6x16__avx512(mr, nc_last, kc, ks, at, a_off, zero, w0 + q * ws, cq, init + q * 16,
+        nconv_f32_igemm_6x16__avx512(mr, nc_last, kc, ks, at, a_off, zero, w0 + q * ws, cq, init ? init + q * 16 : NULL,
                                      flags & ~NCONV_IGEMM_PREFETCH);
         if (next_tile)
             for (int r = 0; r < 6; r++) __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);
