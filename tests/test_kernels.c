@@ -5,6 +5,8 @@
  *   when the CPU lacks the ISA): partial rows and columns, kc and ks over
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
+ * - the all-panels variants against per-panel calls, bit for bit
+ *   (sweep_igemm_np, sweep_gemm_ib_np);
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels). */
 #include "test_util.h"
@@ -321,6 +323,38 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
+/* gemm_ib_np against one gemm_ib call per panel: the same bits, panels of B
+ * apart by a row's panel (16) or by a block of packed rows, full and partial
+ * last panels, accumulating or not, kc even and odd. */
+static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
+    enum { KC = 23, NP = 5, LD = NP * 16 + 3 };
+    float *a = malloc(sizeof(float) * KC * 6), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
+    float *c1 = malloc(sizeof(float) * 6 * LD), *c2 = malloc(sizeof(float) * 6 * LD);
+    const float *rows[KC];
+    for (int64_t i = 0; i < KC * 6; i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < KC * NP * 16 * 2; i++) bm[i] = (float)test_uniform(rng);
+    for (int64_t kc = KC - 1; kc <= KC; kc++)
+        for (int packed = 0; packed < 2; packed++) {
+            /* rows of NP * 16 + 5 floats read from column 5 on, or rows of 16 with panels KC * 16 apart */
+            const int64_t boff = packed ? 0 : 5, bs = packed ? KC * 16 : 16;
+            for (int64_t i = 0; i < KC; i++) rows[i] = bm + i * (packed ? 16 : NP * 16 + 5);
+            for (int64_t mr = 1; mr <= 6; mr++)
+                for (int64_t np = 1; np <= NP; np++)
+                    for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                        for (int acc = 0; acc < 2; acc++) {
+                            for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
+                            k->gemm_ib_np(mr, np, nc_last, kc, a, rows, boff, bs, c1, LD, acc);
+                            for (int64_t q = 0; q < np; q++)
+                                k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, a, rows, boff + q * bs, c2 + q * 16, LD, acc);
+                            CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
+                                  "%s gemm_ib_np kc %lld packed %d mr %lld np %lld nc_last %lld acc %d: differs from "
+                                  "per-panel calls",
+                                  k->name, (long long)kc, packed, (long long)mr, (long long)np, (long long)nc_last, acc);
+                        }
+        }
+    free(a), free(bm), free(c1), free(c2);
+}
+
 /* chsum: every lane the same bits as adding its rows in order (the layouts'
  * bias gradients agree bitwise through it), rows and channels off the blocks;
  * rows 4 KiB apart are summed in blocks of 32 rows (100 rows: 32, 32, 32, 4). */
@@ -499,6 +533,7 @@ int main(void) {
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);
         sweep_igemm_np(k, &krng);
+        sweep_gemm_ib_np(k, &krng);
         sweep_wino(k, &krng);
     }
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};

@@ -194,7 +194,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * bw_tile_stride(&g)) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
-                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 1) * NR * g.bw_kc); /* packed B panels, see bw_task */
+                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc); /* packed B panels, see bw_range */
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -766,7 +766,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const float **dyrows = xrows + KC;                              /* [KC] */
     int64_t *pix = (int64_t *)(dyrows + KC);                        /* [4][KC]: image offset, o0, o1, o2 */
     const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
-    float *bpack = (float *)(brows + KC);                           /* [KC][NR], or [panels][KC][NR] */
+    float *bpack = (float *)(brows + KC);                           /* [2][KC][NR], or [panels][KC][NR] */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
@@ -802,6 +802,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t full = g->Og / MR < t_hi ? g->Og / MR : t_hi;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = dyrows[k] + gi * g->Og;
+                    /* dy streams from memory (megabytes, read once per block): the misses
+                     * of its rows were 60% of this copy in res2a_1x1's bwd_w. */
+                    if (k + 8 < kc)
+                        for (int64_t o = t_lo * MR; o < t_hi * MR; o += 16) __builtin_prefetch(dyrows[k + 8] + gi * g->Og + o);
                     for (int64_t o = t_lo; o < full; o++)
                         memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (full < t_hi) {
@@ -847,24 +851,27 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                  * apart (C >= 256, or many groups) the slab folds onto a few L1 sets, so with
                  * several row tiles it is copied together first (measured: slower below). */
                 const int pack = run_end - u > 1 && c->C >= 256 && !g->wfold;
-                for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
-                    const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                    if (pack) /* constant-size copies: a memcpy of nc floats becomes a slow rep movs */
+                /* Two panels per kernel call (the AVX-512 kernels share each load of A between two). */
+                for (int64_t j0 = 0; j0 < cols_n; j0 += 2 * NR) {
+                    const int64_t np = cols_n - j0 > NR ? 2 : 1, jl = j0 + (np - 1) * NR;
+                    const int64_t nc_last = cols_n - jl < NR ? cols_n - jl : NR;
+                    for (int64_t q = 0; q < np && pack; q++) /* constant-size copies: a memcpy of nc floats becomes a slow rep movs */
                         for (int64_t k = 0; k < kc; k++) {
-                            const float *src = xrows[k] + j0;
-                            float *dst = bpack + k * NR;
+                            const float *src = xrows[k] + j0 + q * NR;
+                            float *dst = bpack + (q * KC + k) * NR;
                             /* Each row gives one line per panel, a miss at memory latency (this copy
-                             * was 20% of res2b_reduce's bwd_w): the next panel's is fetched now. */
-                            if (j0 + NR < cols_n) __builtin_prefetch(src + NR);
-                            if (nc == NR)
+                             * was 20% of res2b_reduce's bwd_w): the next pair's is fetched now. */
+                            if (j0 + (q + 2) * NR < cols_n) __builtin_prefetch(src + 2 * NR);
+                            if (q + 1 < np || nc_last == NR)
                                 memcpy(dst, src, sizeof(float) * NR);
                             else
-                                for (int64_t q = 0; q < nc; q++) dst[q] = src[q];
+                                for (int64_t i = 0; i < nc_last; i++) dst[i] = src[i];
                         }
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * ts, pack ? brows : xrows,
-                                       pack ? 0 : j0, acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
+                        bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, pack ? brows : xrows,
+                                          pack ? 0 : j0, pack ? KC * NR : NR, acc + (gt * rows_n + r0) * cols_n + j0,
+                                          cols_n, 1);
                     }
                 }
             } else {
@@ -898,14 +905,12 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     }
                     packed_g = gi;
                 }
+                const int64_t np = div_up(cols_n, NR), nc_last = cols_n - (np - 1) * NR;
                 for (int64_t v = u; v < run_end; v++) {
                     const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                    for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
-                        const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
-                        bc->k->gemm_ib(mr, nc, kc, apack + (v % bc->tiles) * ts, bc->dy_planes ? brows : dyrows,
-                                       bc->dy_planes ? j0 / NR * KC * NR : gi * g->Og + j0,
-                                       acc + (gt * rows_n + r0) * cols_n + j0, cols_n, 1);
-                    }
+                    bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, bc->dy_planes ? brows : dyrows,
+                                      bc->dy_planes ? 0 : gi * g->Og, bc->dy_planes ? KC * NR : NR,
+                                      acc + (gt * rows_n + r0) * cols_n, cols_n, 1);
                 }
             }
             u = run_end;

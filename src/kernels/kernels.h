@@ -61,6 +61,12 @@ typedef void (*nconv_f32_igemm_planes_fn)(int64_t nc, int64_t kc, int64_t ks, co
  */
 typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
+/* np column panels in one call, as np calls of the kernel above (the same
+ * sums, bit for bit): panel q reads columns boff + q * bs + j of the B rows
+ * and writes c + q * 16 + j, j < 16, or j < nc_last in the last panel. */
+typedef void (*nconv_f32_gemm_ib_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                        int accumulate);
 
 /*
  * Packed GEMM, up to 6 x 16 (the BLIS micro-kernel):
@@ -167,6 +173,8 @@ void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const floa
                                   int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
+void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
 void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                             const float *init, float *out, int relu);
@@ -193,6 +201,8 @@ void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *
                                int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
+void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags);
@@ -214,6 +224,8 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
                                  int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
+void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
@@ -227,6 +239,7 @@ typedef struct nconv_kernels {
     nconv_f32_igemm_np_fn igemm_np;
     nconv_f32_igemm_planes_fn igemm_planes;
     nconv_f32_gemm_ib_fn gemm_ib;
+    nconv_f32_gemm_ib_np_fn gemm_ib_np;
     nconv_f32_gemm_fn gemm;
     nconv_f32_transpose_fn transpose;
     nconv_f32_chsum_fn chsum;

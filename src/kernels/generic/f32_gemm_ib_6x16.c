@@ -12,3 +12,10 @@ void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const f
     for (int64_t r = 0; r < mr; r++)
         for (int64_t j = 0; j < nc; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
 }
+
+void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                   const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                   int accumulate) {
+    for (int64_t q = 0; q < np; q++)
+        nconv_f32_gemm_ib_6x16__generic(mr, q + 1 < np ? 16 : nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc, accumulate);
+}

@@ -57,3 +57,10 @@ void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const floa
     if (mr > 4) store_row(c + 4 * ldc, m0, m1, c40, c41, full, accumulate);
     if (mr > 5) store_row(c + 5 * ldc, m0, m1, c50, c51, full, accumulate);
 }
+
+void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                   const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                   int accumulate) {
+    for (int64_t q = 0; q < np; q++)
+        nconv_f32_gemm_ib_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc, accumulate);
+}

@@ -40,6 +40,8 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
     __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
     const __mmask16 m = nconv__avx512_mask(nc);
+    if (accumulate) /* as in the all-panels kernel below */
+        for (int64_t r = 0; r < mr; r++) __builtin_prefetch(c + r * ldc, 1, 3);
 #define LOAD_FULL(p) _mm512_loadu_ps(p)
 #define LOAD_MASKED(p) _mm512_maskz_loadu_ps(m, p)
     if (nc == 16)
@@ -56,4 +58,82 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
     if (mr > 3) store_row(c + 3 * ldc, m, e3, accumulate);
     if (mr > 4) store_row(c + 4 * ldc, m, e4, accumulate);
     if (mr > 5) store_row(c + 5 * ldc, m, e5, accumulate);
+}
+
+/* Two panels at once, each broadcast of A feeding both (as igemm_np); the
+ * same sums per panel as the kernel above, bit for bit. */
+#define FMA12(e, f, bq, br, ak)                                                                           \
+    do {                                                                                                  \
+        __m512 v = _mm512_set1_ps((ak)[0]);                                                               \
+        e##0 = _mm512_fmadd_ps(v, bq, e##0), f##0 = _mm512_fmadd_ps(v, br, f##0);                         \
+        v = _mm512_set1_ps((ak)[1]);                                                                      \
+        e##1 = _mm512_fmadd_ps(v, bq, e##1), f##1 = _mm512_fmadd_ps(v, br, f##1);                         \
+        v = _mm512_set1_ps((ak)[2]);                                                                      \
+        e##2 = _mm512_fmadd_ps(v, bq, e##2), f##2 = _mm512_fmadd_ps(v, br, f##2);                         \
+        v = _mm512_set1_ps((ak)[3]);                                                                      \
+        e##3 = _mm512_fmadd_ps(v, bq, e##3), f##3 = _mm512_fmadd_ps(v, br, f##3);                         \
+        v = _mm512_set1_ps((ak)[4]);                                                                      \
+        e##4 = _mm512_fmadd_ps(v, bq, e##4), f##4 = _mm512_fmadd_ps(v, br, f##4);                         \
+        v = _mm512_set1_ps((ak)[5]);                                                                      \
+        e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
+    } while (0)
+
+/* The pair's reduction, the second panel's B read by LOAD2(p) (full or masked). */
+#define IB_KLOOP2(LOAD2)                                                                                  \
+    do {                                                                                                  \
+        const float *ak = a;                                                                              \
+        int64_t k = 0;                                                                                    \
+        for (; k + 1 < kc; k += 2, ak += 12) {                                                            \
+            const float *b0 = b[k] + off, *b1 = b[k + 1] + off;                                           \
+            const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
+            const __m512 bq1 = _mm512_loadu_ps(b1), br1 = LOAD2(b1 + bs);                                 \
+            FMA12(e, f, bq0, br0, ak);                                                                    \
+            FMA12(o, p, bq1, br1, ak + 6);                                                                \
+        }                                                                                                 \
+        if (k < kc) {                                                                                     \
+            const float *b0 = b[k] + off;                                                                 \
+            const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
+            FMA12(e, f, bq0, br0, ak);                                                                    \
+        }                                                                                                 \
+    } while (0)
+
+void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                       const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                       int accumulate) {
+    int64_t q = 0;
+    for (; q + 1 < np; q += 2) {
+        const int64_t off = boff + q * bs;
+        /* C is a running sum too large for the caches (backward-weights of wide
+         * layers): its lines were 40% of this kernel's time, missed at the end. */
+        if (accumulate)
+            for (int64_t r = 0; r < mr; r++) {
+                __builtin_prefetch(c + r * ldc + q * 16, 1, 3);
+                __builtin_prefetch(c + r * ldc + q * 16 + 16, 1, 3);
+            }
+        const __mmask16 m = nconv__avx512_mask(q + 2 < np ? 16 : nc_last);
+        __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+        __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+        __m512 f0 = e0, f1 = e0, f2 = e0, f3 = e0, f4 = e0, f5 = e0;
+        __m512 p0 = e0, p1 = e0, p2 = e0, p3 = e0, p4 = e0, p5 = e0;
+#define LOAD_FULL(p) _mm512_loadu_ps(p)
+#define LOAD_MASKED(p) _mm512_maskz_loadu_ps(m, p)
+        if (m == 0xffff)
+            IB_KLOOP2(LOAD_FULL);
+        else
+            IB_KLOOP2(LOAD_MASKED);
+#undef LOAD_FULL
+#undef LOAD_MASKED
+        float *cq = c + q * 16;
+        e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
+        e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
+        f0 = _mm512_add_ps(f0, p0), f1 = _mm512_add_ps(f1, p1), f2 = _mm512_add_ps(f2, p2);
+        f3 = _mm512_add_ps(f3, p3), f4 = _mm512_add_ps(f4, p4), f5 = _mm512_add_ps(f5, p5);
+        store_row(cq, 0xffff, e0, accumulate), store_row(cq + 16, m, f0, accumulate);
+        if (mr > 1) store_row(cq + ldc, 0xffff, e1, accumulate), store_row(cq + ldc + 16, m, f1, accumulate);
+        if (mr > 2) store_row(cq + 2 * ldc, 0xffff, e2, accumulate), store_row(cq + 2 * ldc + 16, m, f2, accumulate);
+        if (mr > 3) store_row(cq + 3 * ldc, 0xffff, e3, accumulate), store_row(cq + 3 * ldc + 16, m, f3, accumulate);
+        if (mr > 4) store_row(cq + 4 * ldc, 0xffff, e4, accumulate), store_row(cq + 4 * ldc + 16, m, f4, accumulate);
+        if (mr > 5) store_row(cq + 5 * ldc, 0xffff, e5, accumulate), store_row(cq + 5 * ldc + 16, m, f5, accumulate);
+    }
+    if (q < np) nconv_f32_gemm_ib_6x16__avx512(mr, nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc, accumulate);
 }
