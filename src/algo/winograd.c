@@ -143,7 +143,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->dst = sizeof(float) * (size_t)(c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols);
     s->u = sizeof(float) * (size_t)(XI * g.cpanels * g.KD * g.K * NR);
     s->org = sizeof(int64_t) * (size_t)(g.nh + g.nw);
-    s->zero = sizeof(float) * (size_t)(g.K + NR);
+    s->zero = sizeof(float) * (size_t)(g.K + 2 * NR); /* K zeros (a padding row), then zero init for two panels */
     s->init = sizeof(float) * (size_t)(g.cols);
     s->shares = sizeof(nconv_share) * (size_t)threads;
     s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8) +
@@ -329,18 +329,20 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
 static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, float *M, const float *const *a) {
     const wgeo *g = pc->g;
     const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0, rts = div_up(nt, MR);
-    /* The GEMMs: M[xi][tile][col] for the chunk's columns; a panel of U stays in L1 over the row tiles. */
-    const int64_t uxs = g->cpanels * g->KD * g->K * NR;
+    /* The GEMMs: M[xi][tile][col] for the chunk's columns; two panels of U stay in cache over the
+     * row tiles (the AVX-512 kernels share each load of A between two). */
+    const int64_t uxs = g->cpanels * g->KD * g->K * NR, ws = g->KD * g->K * NR;
     float *crow[MR];
     for (int64_t xi = 0; xi < XI; xi++)
-        for (int64_t p = p0; p < p1; p++) {
-            const float *up = pc->u + xi * uxs + p * g->KD * g->K * NR;
-            const int64_t nc = pc->on - p * NR < NR ? pc->on - p * NR : NR;
+        for (int64_t p = p0; p < p1; p += 2) {
+            const float *up = pc->u + xi * uxs + p * ws;
+            const int64_t np = p1 - p < 2 ? 1 : 2, pl = p + np - 1;
+            const int64_t nc_last = pc->on - pl * NR < NR ? pc->on - pl * NR : NR;
             for (int64_t rt = 0; rt < rts; rt++) {
                 const int64_t mr = nt - rt * MR < MR ? nt - rt * MR : MR;
                 for (int64_t r = 0; r < MR; r++) crow[r] = M + (xi * T + rt * MR + (r < mr ? r : 0)) * g->ldm + p * NR;
-                pc->k->igemm(mr, nc, g->K, g->KD, a + rt * g->KD * MR, xi * T * g->ldv, pc->zero, up, crow,
-                             pc->zero + g->K, 0);
+                pc->k->igemm_np(mr, np, nc_last, g->K, g->KD, a + rt * g->KD * MR, xi * T * g->ldv, pc->zero, up, ws,
+                                crow, pc->zero + g->K, 0);
             }
         }
     /* Output transform into dst (pixels outside the image skipped). */
