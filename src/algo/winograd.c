@@ -559,13 +559,14 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
                     const int64_t o = blk * MR + r;
                     ap[(blk * T + tl) * MR + r] = o < bc->on ? z[tl * b->ldz + o] : 0.0f;
                 }
-        for (int64_t cp = 0; cp < b->CP; cp++) {
+        for (int64_t cp = 0; cp < b->CP; cp += 2) { /* two column panels per call, as the forward GEMMs */
             const float *v = bc->V + ((kd * XI + xi) * b->CP + cp) * T * NR;
-            const int64_t nc = C - cp * NR < NR ? C - cp * NR : NR;
+            const int64_t np = b->CP - cp < 2 ? 1 : 2, nc_last = C - (cp + np - 1) * NR < NR ? C - (cp + np - 1) * NR : NR;
             for (int64_t blk = 0; blk < blocks; blk++) {
                 const int64_t mr = bc->on - blk * MR < MR ? bc->on - blk * MR : MR;
                 float *s = bc->S + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;
-                bc->k->gemm(mr, nc, nt, ap + blk * T * MR, v, s, b->ldc, NULL, bc->first ? 0 : NCONV_GEMM_ACCUMULATE);
+                bc->k->gemm_np(mr, np, nc_last, nt, ap + blk * T * MR, v, T * NR, s, b->ldc, NULL,
+                               bc->first ? 0 : NCONV_GEMM_ACCUMULATE);
             }
         }
     }

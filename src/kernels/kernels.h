@@ -77,6 +77,11 @@ typedef void (*nconv_f32_gemm_ib_np_fn)(int64_t mr, int64_t np, int64_t nc_last,
 enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2 };
 typedef void (*nconv_f32_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
+/* np column panels in one call, as np calls of the kernel above (the same
+ * sums, bit for bit): panel q reads b + q * bs and writes c + q * 16 + j,
+ * j < 16, or j < nc_last in the last panel. */
+typedef void (*nconv_f32_gemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                     const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 
 /* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
 typedef void (*nconv_f32_dwconv_fn)(int64_t channels, int64_t ks, const float *const *rows, const float *w,
@@ -171,6 +176,8 @@ void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, i
                                       int64_t ws, float *const *c, const float *init, int flags);
 void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
@@ -199,6 +206,8 @@ void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int
 void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
@@ -222,6 +231,8 @@ void nconv_f32_igemm_6x16_planes__avx512(int64_t nc, int64_t kc, int64_t ks, con
                                          const float *init, int flags);
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
@@ -241,6 +252,7 @@ typedef struct nconv_kernels {
     nconv_f32_gemm_ib_fn gemm_ib;
     nconv_f32_gemm_ib_np_fn gemm_ib_np;
     nconv_f32_gemm_fn gemm;
+    nconv_f32_gemm_np_fn gemm_np;
     nconv_f32_transpose_fn transpose;
     nconv_f32_chsum_fn chsum;
     nconv_f32_dwconv_fn dwconv;

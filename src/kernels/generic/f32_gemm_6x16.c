@@ -17,3 +17,9 @@ void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const floa
             c[r * ldc + j] = (flags & NCONV_GEMM_RELU) && v < 0 ? 0.0f : v; /* NaN stays NaN */
         }
 }
+
+void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
+    for (int64_t q = 0; q < np; q++)
+        nconv_f32_gemm_6x16__generic(mr, q + 1 < np ? 16 : nc_last, kc, a, b + q * bs, c + q * 16, ldc, rinit, flags);
+}

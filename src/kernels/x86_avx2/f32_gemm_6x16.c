@@ -72,3 +72,9 @@ void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *
         if (mr > 5) _mm256_maskstore_ps(c + 5 * ldc, m0, c50), _mm256_maskstore_ps(c + 5 * ldc + 8, m1, c51);
     }
 }
+
+void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
+    for (int64_t q = 0; q < np; q++)
+        nconv_f32_gemm_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b + q * bs, c + q * 16, ldc, rinit, flags);
+}

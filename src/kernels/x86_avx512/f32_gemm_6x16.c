@@ -18,23 +18,13 @@
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags) {
     const __mmask16 m = nconv__avx512_mask(nc);
-    __m512 e0, e1, e2, e3, e4, e5, o0, o1, o2, o3, o4, o5;
-    o0 = o1 = o2 = o3 = o4 = o5 = _mm512_setzero_ps();
-    if (flags & NCONV_GEMM_ACCUMULATE) { /* masked loads of rows past mr read nothing */
-        e0 = _mm512_maskz_loadu_ps(m, c);
-        e1 = _mm512_maskz_loadu_ps(mr > 1 ? m : 0, c + (mr > 1 ? ldc : 0));
-        e2 = _mm512_maskz_loadu_ps(mr > 2 ? m : 0, c + (mr > 2 ? 2 * ldc : 0));
-        e3 = _mm512_maskz_loadu_ps(mr > 3 ? m : 0, c + (mr > 3 ? 3 * ldc : 0));
-        e4 = _mm512_maskz_loadu_ps(mr > 4 ? m : 0, c + (mr > 4 ? 4 * ldc : 0));
-        e5 = _mm512_maskz_loadu_ps(mr > 5 ? m : 0, c + (mr > 5 ? 5 * ldc : 0));
-    } else if (rinit) {
-        e0 = _mm512_set1_ps(rinit[0]);
-        e1 = _mm512_set1_ps(rinit[mr > 1 ? 1 : 0]), e2 = _mm512_set1_ps(rinit[mr > 2 ? 2 : 0]);
-        e3 = _mm512_set1_ps(rinit[mr > 3 ? 3 : 0]), e4 = _mm512_set1_ps(rinit[mr > 4 ? 4 : 0]);
-        e5 = _mm512_set1_ps(rinit[mr > 5 ? 5 : 0]);
-    } else {
-        e0 = e1 = e2 = e3 = e4 = e5 = _mm512_setzero_ps();
-    }
+    __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+    __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+    /* C, when accumulated, is a running sum larger than the caches (Winograd's
+     * backward-weights): its lines are requested now and added after the
+     * reduction (init + (even + odd), the order of every AVX-512 GEMM kernel). */
+    if (flags & NCONV_GEMM_ACCUMULATE)
+        for (int64_t r = 0; r < mr; r++) __builtin_prefetch(c + r * ldc, 1, 3);
     int64_t k = 0;
 #pragma GCC unroll 2
     for (; k + 1 < kc; k += 2, a += 12, b += 32) {
@@ -48,6 +38,25 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
     }
     e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
     e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
+    if (flags & NCONV_GEMM_ACCUMULATE) { /* masked loads of rows past mr read nothing */
+#define ADD_ROW(r) e##r = _mm512_add_ps(e##r, _mm512_maskz_loadu_ps(mr > r ? m : 0, c + (mr > r ? r * ldc : 0)))
+        ADD_ROW(0);
+        ADD_ROW(1);
+        ADD_ROW(2);
+        ADD_ROW(3);
+        ADD_ROW(4);
+        ADD_ROW(5);
+#undef ADD_ROW
+    } else if (rinit) {
+#define ADD_ROW(r) e##r = _mm512_add_ps(e##r, _mm512_set1_ps(rinit[mr > r ? r : 0]))
+        ADD_ROW(0);
+        ADD_ROW(1);
+        ADD_ROW(2);
+        ADD_ROW(3);
+        ADD_ROW(4);
+        ADD_ROW(5);
+#undef ADD_ROW
+    }
     if (flags & NCONV_GEMM_RELU) { /* max(0, c) returns c when c is NaN: NaN propagates as in torch.relu */
         const __m512 z = _mm512_setzero_ps();
         e0 = _mm512_max_ps(z, e0), e1 = _mm512_max_ps(z, e1), e2 = _mm512_max_ps(z, e2);
@@ -59,4 +68,96 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
     if (mr > 3) _mm512_mask_storeu_ps(c + 3 * ldc, m, e3);
     if (mr > 4) _mm512_mask_storeu_ps(c + 4 * ldc, m, e4);
     if (mr > 5) _mm512_mask_storeu_ps(c + 5 * ldc, m, e5);
+}
+
+/* Two panels at once, each broadcast of A feeding both (as igemm_np); the
+ * same sums per panel as the kernel above, bit for bit. */
+#define FMA12(e, f, bq, br, ak)                                                                           \
+    do {                                                                                                  \
+        __m512 v = _mm512_set1_ps((ak)[0]);                                                               \
+        e##0 = _mm512_fmadd_ps(v, bq, e##0), f##0 = _mm512_fmadd_ps(v, br, f##0);                         \
+        v = _mm512_set1_ps((ak)[1]);                                                                      \
+        e##1 = _mm512_fmadd_ps(v, bq, e##1), f##1 = _mm512_fmadd_ps(v, br, f##1);                         \
+        v = _mm512_set1_ps((ak)[2]);                                                                      \
+        e##2 = _mm512_fmadd_ps(v, bq, e##2), f##2 = _mm512_fmadd_ps(v, br, f##2);                         \
+        v = _mm512_set1_ps((ak)[3]);                                                                      \
+        e##3 = _mm512_fmadd_ps(v, bq, e##3), f##3 = _mm512_fmadd_ps(v, br, f##3);                         \
+        v = _mm512_set1_ps((ak)[4]);                                                                      \
+        e##4 = _mm512_fmadd_ps(v, bq, e##4), f##4 = _mm512_fmadd_ps(v, br, f##4);                         \
+        v = _mm512_set1_ps((ak)[5]);                                                                      \
+        e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
+    } while (0)
+
+void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                    const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
+                                    int flags) {
+    int64_t q = 0;
+    for (; q + 1 < np; q += 2) {
+        const float *bq = b + q * bs, *br = bq + bs, *ak = a;
+        float *cq = c + q * 16;
+        const __mmask16 m = nconv__avx512_mask(q + 2 < np ? 16 : nc_last);
+        __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+        __m512 f0 = e0, f1 = e0, f2 = e0, f3 = e0, f4 = e0, f5 = e0;
+        __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+        __m512 p0 = e0, p1 = e0, p2 = e0, p3 = e0, p4 = e0, p5 = e0;
+        if (flags & NCONV_GEMM_ACCUMULATE) /* see the kernel above */
+            for (int64_t r = 0; r < mr; r++) {
+                __builtin_prefetch(cq + r * ldc, 1, 3);
+                __builtin_prefetch(cq + r * ldc + 16, 1, 3);
+            }
+        int64_t k = 0;
+        for (; k + 1 < kc; k += 2, ak += 12, bq += 32, br += 32) {
+            const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
+            const __m512 bq1 = _mm512_loadu_ps(bq + 16), br1 = _mm512_loadu_ps(br + 16);
+            FMA12(e, f, bq0, br0, ak);
+            FMA12(o, p, bq1, br1, ak + 6);
+        }
+        if (k < kc) {
+            const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
+            FMA12(e, f, bq0, br0, ak);
+        }
+        e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
+        e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
+        f0 = _mm512_add_ps(f0, p0), f1 = _mm512_add_ps(f1, p1), f2 = _mm512_add_ps(f2, p2);
+        f3 = _mm512_add_ps(f3, p3), f4 = _mm512_add_ps(f4, p4), f5 = _mm512_add_ps(f5, p5);
+        if (flags & NCONV_GEMM_ACCUMULATE) { /* masked loads of rows past mr read nothing */
+#define ADD_ROW(r)                                                                                         \
+    e##r = _mm512_add_ps(e##r, _mm512_maskz_loadu_ps(mr > r ? 0xffff : 0, cq + (mr > r ? r * ldc : 0)));      \
+    f##r = _mm512_add_ps(f##r, _mm512_maskz_loadu_ps(mr > r ? m : 0, cq + (mr > r ? r * ldc : 0) + 16))
+            ADD_ROW(0);
+            ADD_ROW(1);
+            ADD_ROW(2);
+            ADD_ROW(3);
+            ADD_ROW(4);
+            ADD_ROW(5);
+#undef ADD_ROW
+        } else if (rinit) {
+#define ADD_ROW(r)                                                     \
+    do {                                                               \
+        const __m512 i = _mm512_set1_ps(rinit[mr > r ? r : 0]);        \
+        e##r = _mm512_add_ps(e##r, i), f##r = _mm512_add_ps(f##r, i); \
+    } while (0)
+            ADD_ROW(0);
+            ADD_ROW(1);
+            ADD_ROW(2);
+            ADD_ROW(3);
+            ADD_ROW(4);
+            ADD_ROW(5);
+#undef ADD_ROW
+        }
+        if (flags & NCONV_GEMM_RELU) {
+            const __m512 z = _mm512_setzero_ps();
+            e0 = _mm512_max_ps(z, e0), e1 = _mm512_max_ps(z, e1), e2 = _mm512_max_ps(z, e2);
+            e3 = _mm512_max_ps(z, e3), e4 = _mm512_max_ps(z, e4), e5 = _mm512_max_ps(z, e5);
+            f0 = _mm512_max_ps(z, f0), f1 = _mm512_max_ps(z, f1), f2 = _mm512_max_ps(z, f2);
+            f3 = _mm512_max_ps(z, f3), f4 = _mm512_max_ps(z, f4), f5 = _mm512_max_ps(z, f5);
+        }
+        _mm512_storeu_ps(cq, e0), _mm512_mask_storeu_ps(cq + 16, m, f0);
+        if (mr > 1) _mm512_storeu_ps(cq + ldc, e1), _mm512_mask_storeu_ps(cq + ldc + 16, m, f1);
+        if (mr > 2) _mm512_storeu_ps(cq + 2 * ldc, e2), _mm512_mask_storeu_ps(cq + 2 * ldc + 16, m, f2);
+        if (mr > 3) _mm512_storeu_ps(cq + 3 * ldc, e3), _mm512_mask_storeu_ps(cq + 3 * ldc + 16, m, f3);
+        if (mr > 4) _mm512_storeu_ps(cq + 4 * ldc, e4), _mm512_mask_storeu_ps(cq + 4 * ldc + 16, m, f4);
+        if (mr > 5) _mm512_storeu_ps(cq + 5 * ldc, e5), _mm512_mask_storeu_ps(cq + 5 * ldc + 16, m, f5);
+    }
+    if (q < np) nconv_f32_gemm_6x16__avx512(mr, nc_last, kc, a, b + q * bs, c + q * 16, ldc, rinit, flags);
 }
