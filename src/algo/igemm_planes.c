@@ -202,6 +202,10 @@ static void run_task(void *arg, int tid, int nthreads) {
                     gather_tile(c, src, sg, p0, q1 - p0 < NR ? q1 - p0 : NR, k0, kc, bpack + (p0 - q0) / NR * kc * NR);
             for (int64_t k = 0; k < kc && !pc->gather; k++) {
                 const float *b = brows[k0 + k];
+                /* Each k is another plane: too many streams for the hardware prefetcher (the
+                 * misses were most of this copy, itself as long as the GEMM of a 1x1 layer). */
+                if (k + 6 < kc)
+                    for (int64_t p = q0; p < q1; p += 16) __builtin_prefetch(brows[k0 + k + 6] + p);
                 for (int64_t p0 = q0; p0 < q1; p0 += NR) {
                     float *d = bpack + ((p0 - q0) / NR * kc + k) * NR;
                     if (q1 - p0 >= NR) {
