@@ -262,7 +262,7 @@ extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
 
-/* igemm's path for 1x1 convolution on NCHW f32 planes (src/algo/planes_1x1.c):
+/* igemm's path for NCHW f32 planes (src/algo/igemm_planes.c):
  * whether the problem has the shape, whether the call's operands suit it,
  * its workspace (igemm's covers it), and the run. */
 int nconv__planes_shape(const nconv_core *c, nconv_direction dir);

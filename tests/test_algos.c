@@ -571,8 +571,8 @@ static void test_pointwise(void) {
 }
 
 /* igemm's plane path (NCHW f32, no layout change; rows are channels,
- * columns output pixels): 1x1 convolutions with stride 1 and no padding,
- * and forward passes with a short reduction (gathered per tile) over
+ * columns output pixels, or input channels for bwd_w): 1x1 convolutions with
+ * stride 1 and no padding (fwd, bwd_d, bwd_w and db), and forward passes with a short reduction (gathered per tile) over
  * strides, dilations, padding and every padding mode; every epilogue,
  * transposed and grouped, 1-3D, against the reference, the same bits for 1
  * and 3 threads. */
@@ -614,7 +614,10 @@ static void test_planes(void) {
                          ew = rel_err(&a.dw, &r.dw, NCONV_F32);
             CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "planes case %d epi %d: y err %g, dx err %g, dw err %g", i,
                   epi, ey, ex, ew);
-            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+            const double eb = r.has_b ? rel_err(&a.db, &r.db, NCONV_F32) : 0;
+            CHECK(eb <= 1e-5, "planes case %d epi %d: db err %g", i, epi, eb);
+            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                      !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes) && (!r.has_b || !memcmp(a.db.buf, b.db.buf, a.db.bytes)),
                   "planes case %d epi %d: results differ between 1 and 3 threads", i, epi);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }

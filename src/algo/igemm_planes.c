@@ -8,6 +8,7 @@
  *   fwd with a short reduction (Cg * taps <= THIN_RED: input layers, raw
  *   audio), any stride, dilation, padding and padding mode:
  *     y[o][p] = sum_{c, t} w[o][c][t] * x[c][pix(p, t)]
+ *   1x1 bwd_w (at the end of this file): dw[o][c] = sum_p dy[o][p] * x[c][p]
  * Tile rows are output-side channels (A = the weights, packed [tile][k][6]
  * once per call), tile columns 16 pixels: B holds, per reduction row, the
  * 16 input values the pixels read (one line of an input plane for 1x1, a
@@ -58,8 +59,11 @@ static int is_1x1(const nconv_core *c) {
 /* Per thread: the packed B panel, then the B rows of the current (image, group). */
 static size_t scratch_bytes(int64_t red) { return sizeof(float) * B_FLOATS + sizeof(float *) * (size_t)red; }
 
+static int64_t bw_block(const nconv_core *c);
+
 int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
-    if (dir == NCONV_DIR_BWD_W || c->dt != NCONV_F32 || nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
+    if (c->dt != NCONV_F32 || nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
+    if (dir == NCONV_DIR_BWD_W) return is_1x1(c) && bw_block(c) > 0;
     if (is_1x1(c)) return 1;
     return dir == NCONV_DIR_FWD && (c->C / c->G) * nconv__core_kernel_spatial(c) <= THIN_RED && c->O / c->G >= NR;
 }
@@ -70,7 +74,12 @@ int nconv__planes_applies(const nconv_exec *e) {
     return !e->epi || !e->epi->z || is_planar_f32(e->epi->z);
 }
 
+static size_t bw_scratch_bytes(const nconv_core *c);
+
 size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+    if (dir == NCONV_DIR_BWD_W)
+        return nconv__ws_round(sizeof(float) * (size_t)(c->O * (c->C / c->G))) +
+               (size_t)threads * nconv__ws_round(bw_scratch_bytes(c));
     int64_t rows, red;
     dims(c, dir, &rows, &red);
     const size_t apack = sizeof(float) * (size_t)(c->G * div_up(rows, MR) * MR * red);
@@ -233,7 +242,10 @@ static void run_task(void *arg, int tid, int nthreads) {
     }
 }
 
+static nconv_status planes_bwd_w(const nconv_exec *e);
+
 nconv_status nconv__planes_run(const nconv_exec *e) {
+    if (e->dir == NCONV_DIR_BWD_W) return planes_bwd_w(e);
     const nconv_core *c = e->c;
     planes_ctx pc;
     memset(&pc, 0, sizeof pc);
@@ -267,5 +279,151 @@ nconv_status nconv__planes_run(const nconv_exec *e) {
     }
     nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
+    return NCONV_OK;
+}
+
+/* ---------------------------------------------------- 1x1 backward-weights
+ *
+ * dw[o][c] = sum over images n and pixels p of dy[n][o][p] * x[n][c][p]:
+ * tile rows are output channels (A = dy^T), columns input channels
+ * (B = x^T), the reduction runs over pixels in blocks of one image, and
+ * both operands are transposed from their planes block by block (no NHWC
+ * copies of x and dy, which cost more than this GEMM). Threads own row
+ * tiles (when O >= C) or pairs of column panels, and each packs the other
+ * side whole: the smaller one. Every dw element adds its blocks in (n, p)
+ * order, so the sums do not depend on the thread count. db's lanes, when
+ * wanted, come from the transposed dy rows (lane: the pixel's index mod 4
+ * in its image segment of a block).
+ */
+enum { BW_KC = 256, BW_BAND = 24, BW_SCRATCH = 4 << 20 };
+
+/* Pixels per block: a multiple of 4 whose per-thread packing fits BW_SCRATCH (0: none does). */
+static int64_t bw_block(const nconv_core *c) {
+    const int64_t Og = c->O / c->G, Cg = c->C / c->G;
+    const int64_t per_k = (int64_t)sizeof(float) * (div_up(Og, MR) * MR + div_up(Cg, NR) * NR + BW_BAND);
+    int64_t kc = BW_SCRATCH / per_k;
+    if (kc > BW_KC) kc = BW_KC;
+    kc -= kc % 4;
+    return kc >= 16 ? kc : 0;
+}
+
+/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
+static size_t bw_scratch_bytes(const nconv_core *c) {
+    const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
+    return sizeof(float) * (size_t)(kc * (div_up(Og, MR) * MR + div_up(Cg, NR) * NR + BW_BAND));
+}
+
+typedef struct pbw_ctx {
+    const nconv_exec *e;
+    const nconv_kernels *k;
+    int64_t Og, Cg, P, kc, otiles, cpanels;
+    int split_rows; /* threads own row tiles (else pairs of column panels) */
+    float *acc;     /* [G][Og][Cg] */
+    double *lanes;  /* db's lanes, or NULL */
+    char *scratch;
+    size_t stride;
+} pbw_ctx;
+
+static void pbw_task(void *arg, int tid, int nthreads) {
+    const pbw_ctx *b = arg;
+    const nconv_core *c = b->e->c;
+    const nconv_view *x = b->e->x, *y = b->e->y;
+    const nconv_kernels *k = b->k;
+    const int64_t Og = b->Og, Cg = b->Cg, kc = b->kc;
+    float *apack = (float *)(b->scratch + (size_t)tid * b->stride); /* [otiles][kc][MR] */
+    float *bpack = apack + b->otiles * kc * MR;                     /* [cpanels][kc][NR] */
+    float *band = bpack + b->cpanels * kc * NR;                     /* [kc][BW_BAND] */
+    int64_t t0 = 0, t1 = b->otiles, q0 = 0, q1 = b->cpanels;
+    if (b->split_rows) {
+        nconv__split(b->otiles, tid, nthreads, &t0, &t1);
+    } else {
+        nconv__split(div_up(b->cpanels, 2), tid, nthreads, &q0, &q1);
+        q0 *= 2, q1 = 2 * q1 < b->cpanels ? 2 * q1 : b->cpanels;
+    }
+    if (t0 >= t1 || q0 >= q1) return;
+    const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
+    /* db's lanes: each output channel's by one thread (the rows' owner, or the first column range) */
+    double *lanes = b->lanes && (b->split_rows || q0 == 0) ? b->lanes : NULL;
+    for (int64_t g = 0; g < c->G; g++) {
+        float *acc = b->acc + g * Og * Cg;
+        for (int64_t o = o0; o < o1; o++) memset(acc + o * Cg + c0, 0, sizeof(float) * (size_t)(c1 - c0));
+        /* Blocks of kc pixels over all images (small planes would make short reductions), each
+         * transposed in segments of one image. */
+        for (int64_t m0 = 0; m0 < c->N * b->P; m0 += kc) {
+            const int64_t kk = c->N * b->P - m0 < kc ? c->N * b->P - m0 : kc;
+            for (int64_t i0 = 0; i0 < kk;) {
+                const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P, len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
+                const float *xs = (const float *)x->data + n * x->stride[0] + g * Cg * x->stride[1] + p0;
+                const float *ys = (const float *)y->data + n * y->stride[0] + g * Og * y->stride[1] + p0;
+                /* A: dy^T of the rows, BW_BAND channels per transpose, then split into tiles of MR */
+                for (int64_t ob = o0; ob < o1; ob += BW_BAND) {
+                    const int64_t nb = o1 - ob < BW_BAND ? o1 - ob : BW_BAND;
+                    k->transpose(nb, len, ys + ob * y->stride[1], y->stride[1], band, BW_BAND);
+                    if (lanes) k->chsum(len, nb, band, BW_BAND, lanes + g * Og + ob, c->O);
+                    for (int64_t r = 0; r < nb; r += MR) {
+                        float *dst = apack + ((ob + r - o0) / MR) * kc * MR + i0 * MR;
+                        const int64_t nr = nb - r < MR ? nb - r : MR;
+                        if (nr == MR) /* constant-size copies */
+                            for (int64_t i = 0; i < len; i++) memcpy(dst + i * MR, band + i * BW_BAND + r, sizeof(float) * MR);
+                        else
+                            for (int64_t i = 0; i < len; i++)
+                                for (int64_t q = 0; q < MR; q++) dst[i * MR + q] = q < nr ? band[i * BW_BAND + r + q] : 0.0f;
+                    }
+                }
+                /* B: x^T of the columns, a panel of NR channels per transpose (zeros past Cg) */
+                for (int64_t q = q0; q < q1; q++) {
+                    const int64_t nc = Cg - q * NR < NR ? Cg - q * NR : NR;
+                    float *dst = bpack + (q - q0) * kc * NR + i0 * NR;
+                    k->transpose(nc, len, xs + q * NR * x->stride[1], x->stride[1], dst, NR);
+                    if (nc < NR)
+                        for (int64_t i = 0; i < len; i++) memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+                }
+                i0 += len;
+            }
+            /* Two column panels per call (their B stays in L1 while the row tiles pass) */
+            for (int64_t q = q0; q < q1; q += 2) {
+                const int64_t np = q1 - q < 2 ? 1 : 2, ql = q + np - 1;
+                const int64_t nc_last = Cg - ql * NR < NR ? Cg - ql * NR : NR;
+                for (int64_t t = t0; t < t1; t++) {
+                    const int64_t mr = Og - t * MR < MR ? Og - t * MR : MR;
+                    k->gemm_np(mr, np, nc_last, kk, apack + (t - t0) * kc * MR, bpack + (q - q0) * kc * NR, kc * NR,
+                               acc + t * MR * Cg + q * NR, Cg, NULL, NCONV_GEMM_ACCUMULATE);
+                }
+            }
+        }
+    }
+}
+
+/* dw (the caller's layout) from the sums, rows split across threads. */
+static void pbw_out_task(void *arg, int tid, int nthreads) {
+    const pbw_ctx *b = arg;
+    const nconv_view *w = b->e->w;
+    const int64_t rows = b->e->c->O;
+    int64_t r0, r1;
+    nconv__split(rows, tid, nthreads, &r0, &r1);
+    for (int64_t o = r0; o < r1; o++)
+        for (int64_t ci = 0; ci < b->Cg; ci++)
+            ((float *)w->data)[o * w->stride[0] + ci * w->stride[1]] = b->acc[o * b->Cg + ci];
+}
+
+static nconv_status planes_bwd_w(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    pbw_ctx b;
+    memset(&b, 0, sizeof b);
+    b.e = e;
+    b.k = nconv__kernels();
+    b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
+    b.otiles = div_up(b.Og, MR), b.cpanels = div_up(b.Cg, NR);
+    b.split_rows = b.Og >= b.Cg;
+    b.stride = nconv__ws_round(bw_scratch_bytes(c));
+    b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->O * b.Cg));
+    b.scratch = nconv__arena_take(e->ws, (size_t)e->threads * b.stride);
+    if (!b.acc || !b.scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    b.lanes = e->db_lanes;
+    if (b.lanes)
+        for (int64_t i = 0; i < 4 * c->O; i++) b.lanes[i] = 0;
+    nconv__parallel(e, pbw_task, &b);
+    nconv__parallel(e, pbw_out_task, &b);
+    if (b.lanes) *e->db_done = 1;
     return NCONV_OK;
 }
