@@ -707,8 +707,9 @@ static void test_grouped(void) {
 
 /* igemm's backward-weights over pixel chunks (small weights, many pixels:
  * threads take chunks, whose sums are added in chunk order): against the
- * reference, the same bits for 1, 2 and 3 threads; 1x1, a W-folded input
- * layer (swapped tiles, dy from NCHW planes), grouped. */
+ * reference, the same bits for 1, 2 and 3 threads, dw and db (whose lanes
+ * come from dy^T's packing, or swapped, from dy's rows in place); 1x1, a
+ * W-folded input layer (swapped tiles, dy from NCHW planes), grouped. */
 static void test_bw_chunks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
@@ -728,10 +729,12 @@ static void test_bw_chunks(void) {
             operands r, a[3];
             operands_make(&r, &p, layout, &rng, &fill);
             r.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+            r.has_b = 1;
             CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
             for (int t = 0; t < 3; t++) {
                 operands_make(&a[t], &p, layout, &rng, &fill);
                 a[t].epi = r.epi;
+                a[t].has_b = 1;
                 nconv_context_set_threads(ctx, t + 1);
                 CHECK(run_all(ctx, &p, &a[t]) == NCONV_OK, "%s", nconv_last_error());
             }
@@ -739,6 +742,10 @@ static void test_bw_chunks(void) {
             CHECK(e <= 1e-5, "chunk case %d layout %d: dw err %g", i, layout, e);
             CHECK(!memcmp(a[0].dw.buf, a[1].dw.buf, a[0].dw.bytes) && !memcmp(a[0].dw.buf, a[2].dw.buf, a[0].dw.bytes),
                   "chunk case %d layout %d: dw differs between 1, 2 and 3 threads", i, layout);
+            const double eb = rel_err(&a[0].db, &r.db, NCONV_F32);
+            CHECK(eb <= 1e-5, "chunk case %d layout %d: db err %g", i, layout, eb);
+            CHECK(!memcmp(a[0].db.buf, a[1].db.buf, a[0].db.bytes) && !memcmp(a[0].db.buf, a[2].db.buf, a[0].db.bytes),
+                  "chunk case %d layout %d: db differs between 1, 2 and 3 threads", i, layout);
             operands_free(&r), operands_free(&a[0]), operands_free(&a[1]), operands_free(&a[2]);
         }
     nconv_context_destroy(ref);

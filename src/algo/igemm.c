@@ -189,7 +189,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg * g.bw_chunks); /* dw sums per chunk, see bw_ctx */
-        if (!g.bw_swap) s->lanes = sizeof(double) * (size_t)(4 * c->O * (g.bw_chunks - 1)); /* db lanes of chunks 1.. */
+        s->lanes = sizeof(double) * (size_t)(4 * c->O * (g.bw_chunks - 1)); /* db lanes of chunks 1.. */
         s->init = s->jobs = 0;
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * bw_tile_stride(&g)) +
@@ -772,8 +772,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
         const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
         memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
-        for (int64_t l = 0; l < 4 && lanes && gt % taps == 0; l++)
-            memset(lanes + l * c->O + gt / taps * g->Og + r0, 0, sizeof(double) * (size_t)mr);
+        /* db's lanes: by the tap-0 units of their channels (swapped: the group's first unit, all of them) */
+        const int64_t l0 = swap ? 0 : r0, ln = swap ? g->Og : mr;
+        for (int64_t l = 0; l < 4 && lanes && gt % taps == 0 && (!swap || r0 == 0); l++)
+            memset(lanes + l * c->O + gt / taps * g->Og + l0, 0, sizeof(double) * (size_t)ln);
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
@@ -815,10 +817,13 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 }
                 packed_g = gi;
             }
-            if (lanes && t == 0) {
+            if (lanes && t == 0 && !swap) {
                 const int64_t ch0 = (u % bc->tiles) * MR, ch1 = (run_end - 1) % bc->tiles * MR + MR;
                 bias_lanes(bc, lanes, p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
             }
+            /* Swapped: the block's dy rows, read in place by every unit, summed once while in cache
+             * (a separate pass over dy took as long as this GEMM for wav2vec2's first layer). */
+            if (lanes && t == 0 && swap && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
                 /* Every loop bound in a local: the stores to xrows kept the compiler reloading them. */
                 const int64_t in0 = c->in[0], in1 = c->in[1], s0 = c->s[0], s1 = c->s[1], Cg = g->Cg;
@@ -1183,8 +1188,9 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
-        /* db's lanes from the packing of dy^T (the swapped tiles read dy in place: not there) */
-        double *lanes = e->db_lanes && !g.bw_swap ? e->db_lanes : NULL;
+        /* db's lanes on the way: from the packing of dy^T, or (swapped) from dy's rows in place;
+         * not from dy's NCHW planes, which are read by transposing panels */
+        double *lanes = e->db_lanes && !dy_planes ? e->db_lanes : NULL;
         nconv_share *shares = nconv__arena_take(e->ws, s.shares);
         if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
         nconv__share_split(shares, g.bw_chunks, nconv__parallel_width(e));
