@@ -90,12 +90,17 @@ static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org) {
  * tiles are 30% waste; 1-2 of 14 x 14) 1.1-1.9x on 1 and 2 threads; at 8
  * tiles fwd is slower: transforming the weights (4x their size) is not paid
  * back. bwd_w transforms no weights: 1.1-1.6x faster down to 16 tiles,
- * slower with input channels under 16 (V's panels of 16 half empty). */
+ * slower with input channels under 16 (V's panels of 16 half empty). With
+ * the AVX-512 kernels igemm's GEMM runs twice as fast while the transforms
+ * (memory-bound) do not: at 32 tiles (8 images of 7 x 7, 512 channels)
+ * Winograd was 0.9-1.0x igemm's speed on 1 thread and 0.45-0.7x on 2 in
+ * every direction; from 128 tiles it stays ahead. */
 static int wino_preferred(const nconv_core *c, nconv_direction dir) {
-    if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8;
+    const int64_t min_tiles = nconv__kernels()->isa >= NCONV_ISA_AVX512 ? 64 : 16;
     const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
     const int64_t tiles = c->N * dst[0] * axis_tiles(dst[1], c->d[1], NULL) * axis_tiles(dst[2], c->d[2], NULL);
-    return c->C >= 8 && c->O >= 8 && tiles >= 16;
+    if (dir == NCONV_DIR_BWD_W) return c->C >= 16 && c->O >= 8 && (min_tiles == 16 || tiles >= min_tiles);
+    return c->C >= 8 && c->O >= 8 && tiles >= min_tiles;
 }
 
 static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo *g) {
