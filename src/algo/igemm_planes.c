@@ -116,15 +116,24 @@ static void pack_task(void *arg, int tid, int nthreads) {
     for (int64_t u = u0; u < u1; u++) {
         const int64_t g = u / pc->tiles, t = u % pc->tiles;
         float *dst = pc->apack + u * pc->red * MR;
+        const int64_t nr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
+        if (!fwd) { /* bwd_d (1x1): A[row][k] = w[g * Og + k][row], a tile's rows side by side in w */
+            const float *s = wd + g * Og * w->stride[0] + t * MR * w->stride[1];
+            for (int64_t k = 0; k < pc->red; k++, s += w->stride[0])
+                for (int64_t r = 0; r < MR; r++) dst[k * MR + r] = r < nr ? s[r * w->stride[1]] : 0.0f;
+            continue;
+        }
+        if (KS == 1) { /* fwd 1x1: A[row][k] = w[g * Og + row][k] */
+            for (int64_t r = 0; r < MR; r++) {
+                const float *s = wd + (g * Og + t * MR + (r < nr ? r : 0)) * w->stride[0];
+                for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = r < nr ? s[k * w->stride[1]] : 0.0f;
+            }
+            continue;
+        }
         for (int64_t r = 0; r < MR; r++) {
             const int64_t row = t * MR + r;
             if (row >= pc->rows) {
                 for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = 0.0f;
-                continue;
-            }
-            if (!fwd) { /* bwd_d: w[g * Og + k][row] */
-                const float *s = wd + g * Og * w->stride[0] + row * w->stride[1];
-                for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = s[k * w->stride[0]];
                 continue;
             }
             /* fwd: w[g * Og + row][ci][t], k = ci * KS + t (nested loops: four divisions per
