@@ -89,7 +89,7 @@ typedef struct geo {
     int64_t col_rows;  /* dcols: output pixels per column block */
 } geo;
 
-static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
+static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo *g) {
     g->Cg = c->C / c->G, g->Og = c->O / c->G;
     g->KS = nconv__core_kernel_spatial(c);
     g->IS = nconv__core_in_spatial(c), g->OS = nconv__core_out_spatial(c);
@@ -140,6 +140,12 @@ static void geometry(const nconv_core *c, nconv_direction dir, geo *g) {
     const double eff_c = (double)width / (double)(MR * div_up(width, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
     /* Only for a clear gain: the swapped accumulators [c][o] are written to dw transposed. */
     g->bw_swap = eff_c > 1.1 * eff_o;
+    /* With several threads each packs x's column panels for its own dy^T row tiles: all of x,
+     * per thread. Swapped, each packs x^T for its own tiles only and reads dy's rows in place,
+     * which suits rows shorter than 2 KiB (longer ones fold onto few L1 sets: res5b_reduce's 2 KiB
+     * rows ran 1.4x slower swapped, res2b-res4b_reduce's 7-10% faster). Every product and sum is
+     * the same either way (a * b = b * a, the same blocks and order): no bit depends on it. */
+    if (threads > 1 && !g->wfold && width > g->Og && g->Og * (int64_t)sizeof(float) < 2048) g->bw_swap = 1;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
      * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend
@@ -180,7 +186,7 @@ typedef struct ws_sizes {
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
     geo g;
-    geometry(c, dir, &g);
+    geometry(c, dir, threads, &g);
     s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
     if (g.wfold || g.dcols) /* the W-padded copy (and MR floats bw_task may read past it), then the NHWC input (or dx) */
         s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C + MR);
@@ -1147,7 +1153,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const nconv_direction dir = e->dir;
     const int threads = e->threads;
     geo g;
-    geometry(c, dir, &g);
+    geometry(c, dir, threads, &g);
     /* bwd_d with non-finite weights goes to gemm (see nconv__bwd_d_nonfinite_workspace);
      * the row GEMM finds out while packing the weights, which reads them all anyway. */
     if (g.dcols && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
