@@ -827,9 +827,6 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t ch0 = (u % bc->tiles) * MR, ch1 = (run_end - 1) % bc->tiles * MR + MR;
                 bias_lanes(bc, lanes, p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
             }
-            /* Swapped: the block's dy rows, read in place by every unit, summed once while in cache
-             * (a separate pass over dy took as long as this GEMM for wav2vec2's first layer). */
-            if (lanes && t == 0 && swap && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
                 /* Every loop bound in a local: the stores to xrows kept the compiler reloading them. */
                 const int64_t in0 = c->in[0], in1 = c->in[1], s0 = c->s[0], s1 = c->s[1], Cg = g->Cg;
@@ -923,6 +920,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                                       bc->dy_planes ? 0 : gi * g->Og, bc->dy_planes ? KC * NR : NR,
                                       acc + (gt * rows_n + r0) * cols_n, cols_n, 1);
                 }
+                /* The block's dy rows, read in place by every unit, summed once for db while in cache
+                 * after the group's first unit (a separate pass over dy took as long as this GEMM
+                 * for wav2vec2's first layer; before the GEMM, the misses were this sum's). */
+                if (lanes && t == 0 && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
             }
             u = run_end;
         }
