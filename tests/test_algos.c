@@ -572,7 +572,8 @@ static void test_pointwise(void) {
 
 /* igemm's plane path (NCHW f32, no layout change; rows are channels,
  * columns output pixels, or input channels for bwd_w): 1x1 convolutions with
- * stride 1 and no padding (fwd, bwd_d, bwd_w and db), and forward passes with a short reduction (gathered per tile) over
+ * stride 1 and no padding (fwd, bwd_d, bwd_w and db), and forward passes
+ * with a short reduction (gathered per tile) over
  * strides, dilations, padding and every padding mode; every epilogue,
  * transposed and grouped, 1-3D, against the reference, the same bits for 1
  * and 3 threads. */

@@ -345,11 +345,13 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
                             for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
                             k->gemm_ib_np(mr, np, nc_last, kc, a, rows, boff, bs, c1, LD, acc);
                             for (int64_t q = 0; q < np; q++)
-                                k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, a, rows, boff + q * bs, c2 + q * 16, LD, acc);
+                                k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, a, rows, boff + q * bs, c2 + q * 16, LD,
+                                           acc);
                             CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
                                   "%s gemm_ib_np kc %lld packed %d mr %lld np %lld nc_last %lld acc %d: differs from "
                                   "per-panel calls",
-                                  k->name, (long long)kc, packed, (long long)mr, (long long)np, (long long)nc_last, acc);
+                                  k->name, (long long)kc, packed, (long long)mr, (long long)np, (long long)nc_last,
+                                  acc);
                         }
         }
     free(a), free(bm), free(c1), free(c2);

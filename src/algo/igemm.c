@@ -200,7 +200,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
         s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * bw_tile_stride(&g)) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
-                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc); /* packed B panels, see bw_range */
+                     /* packed B panels, see bw_range */
+                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc);
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -813,7 +814,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     /* dy streams from memory (megabytes, read once per block): the misses
                      * of its rows were 60% of this copy in res2a_1x1's bwd_w. */
                     if (k + 8 < kc)
-                        for (int64_t o = t_lo * MR; o < t_hi * MR; o += 16) __builtin_prefetch(dyrows[k + 8] + gi * g->Og + o);
+                        for (int64_t o = t_lo * MR; o < t_hi * MR; o += 16)
+                            __builtin_prefetch(dyrows[k + 8] + gi * g->Og + o);
                     for (int64_t o = t_lo; o < full; o++)
                         memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (full < t_hi) {
@@ -863,7 +865,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 for (int64_t j0 = 0; j0 < cols_n; j0 += 2 * NR) {
                     const int64_t np = cols_n - j0 > NR ? 2 : 1, jl = j0 + (np - 1) * NR;
                     const int64_t nc_last = cols_n - jl < NR ? cols_n - jl : NR;
-                    for (int64_t q = 0; q < np && pack; q++) /* constant-size copies: a memcpy of nc floats becomes a slow rep movs */
+                    /* constant-size copies: a memcpy of nc floats becomes a slow rep movs */
+                    for (int64_t q = 0; q < np && pack; q++)
                         for (int64_t k = 0; k < kc; k++) {
                             const float *src = xrows[k] + j0 + q * NR;
                             float *dst = bpack + (q * KC + k) * NR;

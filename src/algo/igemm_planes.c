@@ -361,7 +361,8 @@ static void pbw_task(void *arg, int tid, int nthreads) {
         for (int64_t m0 = 0; m0 < c->N * b->P; m0 += kc) {
             const int64_t kk = c->N * b->P - m0 < kc ? c->N * b->P - m0 : kc;
             for (int64_t i0 = 0; i0 < kk;) {
-                const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P, len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
+                const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P;
+                const int64_t len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
                 const float *xs = (const float *)x->data + n * x->stride[0] + g * Cg * x->stride[1] + p0;
                 const float *ys = (const float *)y->data + n * y->stride[0] + g * Og * y->stride[1] + p0;
                 /* A: dy^T of the rows, BW_BAND channels per transpose, then split into tiles of MR */
@@ -373,10 +374,12 @@ static void pbw_task(void *arg, int tid, int nthreads) {
                         float *dst = apack + ((ob + r - o0) / MR) * kc * MR + i0 * MR;
                         const int64_t nr = nb - r < MR ? nb - r : MR;
                         if (nr == MR) /* constant-size copies */
-                            for (int64_t i = 0; i < len; i++) memcpy(dst + i * MR, band + i * BW_BAND + r, sizeof(float) * MR);
+                            for (int64_t i = 0; i < len; i++)
+                                memcpy(dst + i * MR, band + i * BW_BAND + r, sizeof(float) * MR);
                         else
                             for (int64_t i = 0; i < len; i++)
-                                for (int64_t q = 0; q < MR; q++) dst[i * MR + q] = q < nr ? band[i * BW_BAND + r + q] : 0.0f;
+                                for (int64_t q = 0; q < MR; q++)
+                                    dst[i * MR + q] = q < nr ? band[i * BW_BAND + r + q] : 0.0f;
                     }
                 }
                 /* B: x^T of the columns, a panel of NR channels per transpose (zeros past Cg) */
@@ -385,7 +388,8 @@ static void pbw_task(void *arg, int tid, int nthreads) {
                     float *dst = bpack + (q - q0) * kc * NR + i0 * NR;
                     k->transpose(nc, len, xs + q * NR * x->stride[1], x->stride[1], dst, NR);
                     if (nc < NR)
-                        for (int64_t i = 0; i < len; i++) memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+                        for (int64_t i = 0; i < len; i++)
+                            memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
                 }
                 i0 += len;
             }
@@ -427,7 +431,8 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     b.stride = nconv__ws_round(bw_scratch_bytes(c));
     b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->O * b.Cg));
     b.scratch = nconv__arena_take(e->ws, (size_t)e->threads * b.stride);
-    if (!b.acc || !b.scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    if (!b.acc || !b.scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     b.lanes = e->db_lanes;
     if (b.lanes)
         for (int64_t i = 0; i < 4 * c->O; i++) b.lanes[i] = 0;

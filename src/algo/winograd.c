@@ -566,7 +566,8 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
                 }
         for (int64_t cp = 0; cp < b->CP; cp += 2) { /* two column panels per call, as the forward GEMMs */
             const float *v = bc->V + ((kd * XI + xi) * b->CP + cp) * T * NR;
-            const int64_t np = b->CP - cp < 2 ? 1 : 2, nc_last = C - (cp + np - 1) * NR < NR ? C - (cp + np - 1) * NR : NR;
+            const int64_t np = b->CP - cp < 2 ? 1 : 2, cl = cp + np - 1;
+            const int64_t nc_last = C - cl * NR < NR ? C - cl * NR : NR;
             for (int64_t blk = 0; blk < blocks; blk++) {
                 const int64_t mr = bc->on - blk * MR < MR ? bc->on - blk * MR : MR;
                 float *s = bc->S + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;

@@ -177,11 +177,13 @@ void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, i
 void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+                                     const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
+                                     int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
+                                        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                        int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
 void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                             const float *init, float *out, int relu);
@@ -206,12 +208,13 @@ void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int
 void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, const float *b,
+                                  int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
+                                     const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                     int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags);
@@ -232,11 +235,12 @@ void nconv_f32_igemm_6x16_planes__avx512(int64_t nc, int64_t kc, int64_t ks, con
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+                                    const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc, int accumulate);
+                                       const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                       int accumulate);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;

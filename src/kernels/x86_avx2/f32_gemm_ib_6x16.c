@@ -62,5 +62,6 @@ void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, in
                                    const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
                                    int accumulate) {
     for (int64_t q = 0; q < np; q++)
-        nconv_f32_gemm_ib_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc, accumulate);
+        nconv_f32_gemm_ib_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc,
+                                     accumulate);
 }
