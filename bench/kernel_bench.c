@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     const int64_t kc = argc > 1 ? atoll(argv[1]) : 256;
     float *a = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_MR + 64));
     float *w = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_NR + 64));
-    float c[NCONV_MR][NCONV_NR], init[NCONV_NR] = {0};
+    float c[NCONV_MR][NCONV_NR], init[NCONV_NR] = {0}, init2[2 * NCONV_NR] = {0};
     for (int64_t i = 0; i < kc * NCONV_MR; i++) a[i] = 1e-3f * (float)(i % 7);
     for (int64_t i = 0; i < kc * NCONV_NR; i++) w[i] = 1e-3f * (float)(i % 5);
     const float *rows[NCONV_MR];
@@ -34,8 +34,13 @@ int main(int argc, char **argv) {
     /* This VM's clock drifts by tens of percent within seconds: each figure is
      * the best of several rounds, the peak included, so the ratio compares
      * the best each loop reached. */
-    enum { ROUNDS = 4, KERNELS = 3 };
-    const char *const names[KERNELS] = {"f32_gemm_6x16", "f32_igemm_6x16", "f32_gemm_ib_6x16"};
+    /* The all-panels variants run two column panels (6 x 32; the second panel's B 16 floats on):
+     * the AVX-512 kernels take them together, sharing each broadcast of A. */
+    enum { ROUNDS = 4, KERNELS = 6 };
+    const char *const names[KERNELS] = {"f32_gemm_6x16",    "f32_igemm_6x16",    "f32_gemm_ib_6x16",
+                                        "f32_gemm_6x16 x2", "f32_igemm_6x16 x2", "f32_gemm_ib_6x16 x2"};
+    float c2[NCONV_MR][2 * NCONV_NR], *crow2[NCONV_MR];
+    for (int r = 0; r < NCONV_MR; r++) crow2[r] = c2[r];
     for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;
@@ -49,19 +54,25 @@ int main(int argc, char **argv) {
             const double p = fma_peak_gflops_lanes(1, lanes);
             if (p > peak) peak = p;
             for (int which = 0; which < KERNELS; which++) {
-                const int64_t reps = (int64_t)(1e9 / (2.0 * NCONV_MR * NCONV_NR * (double)kc)) / (isa ? 1 : 20);
+                const int64_t np = which < 3 ? 1 : 2;
+                const int64_t reps = (int64_t)(1e9 / (2.0 * NCONV_MR * NCONV_NR * np * (double)kc)) / (isa ? 1 : 20);
                 double best = 1e30;
                 for (int trial = 0; trial < 5; trial++) {
                     double t0 = now();
                     for (int64_t i = 0; i < reps; i++) {
                         if (which == 0) k->gemm(NCONV_MR, NCONV_NR, kc, a, w, c[0], NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
                         else if (which == 1) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
-                        else k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
+                        else if (which == 2) k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
+                        else if (which == 3)
+                            k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, w, 16, c2[0], 2 * NCONV_NR, NULL,
+                                       NCONV_GEMM_ACCUMULATE);
+                        else if (which == 4) k->igemm_np(NCONV_MR, 2, NCONV_NR, kc, 1, rows, 0, NULL, w, 16, crow2, init2, 0);
+                        else k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
                     }
                     double t = now() - t0;
                     if (t < best) best = t;
                 }
-                const double g = 2.0 * NCONV_MR * NCONV_NR * (double)kc * (double)reps / best * 1e-9;
+                const double g = 2.0 * NCONV_MR * NCONV_NR * (double)np * (double)kc * (double)reps / best * 1e-9;
                 if (g > gf[which]) gf[which] = g;
             }
         }
