@@ -26,16 +26,10 @@
         c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);                            \
     }
 
-/* The six rows of tap row set a: each starts a_off channels in (a reduction block); the zero row stays. */
-#define IGEMM_ROWS(a)                                                                                    \
-    const float *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off; \
-    const float *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off; \
-    const float *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
-
 /* The whole reduction (ks taps x kc channels), shared by the row-store and plane-store kernels. */
 #define IGEMM_REDUCE()                         \
     for (int64_t t = 0; t < ks; t++, a += 6) { \
-        IGEMM_ROWS(a)                          \
+        NCONV_IGEMM_ROWS(a)                    \
         IGEMM_KLOOP()                          \
     }
 
@@ -134,7 +128,7 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
             for (int r = 0; r < 6; r++) __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);                      \
     } while (0)
     if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
-        IGEMM_ROWS(a)
+        NCONV_IGEMM_ROWS(a)
         for (int64_t q = 0; q < np; q++) {
             w = w0 + q * ws;
             NP_PANEL(IGEMM_KLOOP());

@@ -7,14 +7,6 @@
 #include "../kernels.h"
 #include "avx512_util.h"
 
-#define FMA6(acc, b, ak)                                                                                  \
-    acc##0 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[0]), b, acc##0);                                         \
-    acc##1 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[1]), b, acc##1);                                         \
-    acc##2 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[2]), b, acc##2);                                         \
-    acc##3 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[3]), b, acc##3);                                         \
-    acc##4 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[4]), b, acc##4);                                         \
-    acc##5 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[5]), b, acc##5)
-
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags) {
     const __mmask16 m = nconv__avx512_mask(nc);
@@ -29,12 +21,12 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
 #pragma GCC unroll 2
     for (; k + 1 < kc; k += 2, a += 12, b += 32) {
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        FMA6(e, b0, a);
-        FMA6(o, b1, a + 6);
+        NCONV_AVX512_FMA6(e, b0, a);
+        NCONV_AVX512_FMA6(o, b1, a + 6);
     }
     if (k < kc) {
         const __m512 b0 = _mm512_loadu_ps(b);
-        FMA6(e, b0, a);
+        NCONV_AVX512_FMA6(e, b0, a);
     }
     e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
     e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
@@ -72,22 +64,6 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
 
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
  * same sums per panel as the kernel above, bit for bit. */
-#define FMA12(e, f, bq, br, ak)                                                                           \
-    do {                                                                                                  \
-        __m512 v = _mm512_set1_ps((ak)[0]);                                                               \
-        e##0 = _mm512_fmadd_ps(v, bq, e##0), f##0 = _mm512_fmadd_ps(v, br, f##0);                         \
-        v = _mm512_set1_ps((ak)[1]);                                                                      \
-        e##1 = _mm512_fmadd_ps(v, bq, e##1), f##1 = _mm512_fmadd_ps(v, br, f##1);                         \
-        v = _mm512_set1_ps((ak)[2]);                                                                      \
-        e##2 = _mm512_fmadd_ps(v, bq, e##2), f##2 = _mm512_fmadd_ps(v, br, f##2);                         \
-        v = _mm512_set1_ps((ak)[3]);                                                                      \
-        e##3 = _mm512_fmadd_ps(v, bq, e##3), f##3 = _mm512_fmadd_ps(v, br, f##3);                         \
-        v = _mm512_set1_ps((ak)[4]);                                                                      \
-        e##4 = _mm512_fmadd_ps(v, bq, e##4), f##4 = _mm512_fmadd_ps(v, br, f##4);                         \
-        v = _mm512_set1_ps((ak)[5]);                                                                      \
-        e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
-    } while (0)
-
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                     const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
                                     int flags) {
@@ -109,12 +85,12 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
         for (; k + 1 < kc; k += 2, ak += 12, bq += 32, br += 32) {
             const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
             const __m512 bq1 = _mm512_loadu_ps(bq + 16), br1 = _mm512_loadu_ps(br + 16);
-            FMA12(e, f, bq0, br0, ak);
-            FMA12(o, p, bq1, br1, ak + 6);
+            NCONV_AVX512_FMA12(e, f, bq0, br0, ak);
+            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + 6);
         }
         if (k < kc) {
             const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
-            FMA12(e, f, bq0, br0, ak);
+            NCONV_AVX512_FMA12(e, f, bq0, br0, ak);
         }
         e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
         e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);

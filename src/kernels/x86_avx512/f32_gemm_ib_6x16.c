@@ -7,26 +7,18 @@
 #include "../kernels.h"
 #include "avx512_util.h"
 
-#define FMA6(acc, bv, ak)                                                                                 \
-    acc##0 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[0]), bv, acc##0);                                        \
-    acc##1 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[1]), bv, acc##1);                                        \
-    acc##2 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[2]), bv, acc##2);                                        \
-    acc##3 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[3]), bv, acc##3);                                        \
-    acc##4 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[4]), bv, acc##4);                                        \
-    acc##5 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[5]), bv, acc##5)
-
 /* The reduction with B rows read by LOAD(p) (full or masked). */
 #define IB_KLOOP(LOAD)                                                                                    \
     do {                                                                                                  \
         int64_t k = 0;                                                                                    \
         _Pragma("GCC unroll 2") for (; k + 1 < kc; k += 2, a += 12) {                                     \
             const __m512 b0 = LOAD(b[k] + boff), b1 = LOAD(b[k + 1] + boff);                              \
-            FMA6(e, b0, a);                                                                               \
-            FMA6(o, b1, a + 6);                                                                           \
+            NCONV_AVX512_FMA6(e, b0, a);                                                              \
+            NCONV_AVX512_FMA6(o, b1, a + 6);                                                          \
         }                                                                                                 \
         if (k < kc) {                                                                                     \
             const __m512 b0 = LOAD(b[k] + boff);                                                          \
-            FMA6(e, b0, a);                                                                               \
+            NCONV_AVX512_FMA6(e, b0, a);                                                              \
         }                                                                                                 \
     } while (0)
 
@@ -61,24 +53,8 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
 }
 
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
- * same sums per panel as the kernel above, bit for bit. */
-#define FMA12(e, f, bq, br, ak)                                                                           \
-    do {                                                                                                  \
-        __m512 v = _mm512_set1_ps((ak)[0]);                                                               \
-        e##0 = _mm512_fmadd_ps(v, bq, e##0), f##0 = _mm512_fmadd_ps(v, br, f##0);                         \
-        v = _mm512_set1_ps((ak)[1]);                                                                      \
-        e##1 = _mm512_fmadd_ps(v, bq, e##1), f##1 = _mm512_fmadd_ps(v, br, f##1);                         \
-        v = _mm512_set1_ps((ak)[2]);                                                                      \
-        e##2 = _mm512_fmadd_ps(v, bq, e##2), f##2 = _mm512_fmadd_ps(v, br, f##2);                         \
-        v = _mm512_set1_ps((ak)[3]);                                                                      \
-        e##3 = _mm512_fmadd_ps(v, bq, e##3), f##3 = _mm512_fmadd_ps(v, br, f##3);                         \
-        v = _mm512_set1_ps((ak)[4]);                                                                      \
-        e##4 = _mm512_fmadd_ps(v, bq, e##4), f##4 = _mm512_fmadd_ps(v, br, f##4);                         \
-        v = _mm512_set1_ps((ak)[5]);                                                                      \
-        e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
-    } while (0)
-
-/* The pair's reduction, the second panel's B read by LOAD2(p) (full or masked). */
+ * same sums per panel as the kernel above, bit for bit. The pair's
+ * reduction, the second panel's B read by LOAD2(p) (full or masked). */
 #define IB_KLOOP2(LOAD2)                                                                                  \
     do {                                                                                                  \
         const float *ak = a;                                                                              \
@@ -87,13 +63,13 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
             const float *b0 = b[k] + off, *b1 = b[k + 1] + off;                                           \
             const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
             const __m512 bq1 = _mm512_loadu_ps(b1), br1 = LOAD2(b1 + bs);                                 \
-            FMA12(e, f, bq0, br0, ak);                                                                    \
-            FMA12(o, p, bq1, br1, ak + 6);                                                                \
+            NCONV_AVX512_FMA12(e, f, bq0, br0, ak);                                                   \
+            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + 6);                                               \
         }                                                                                                 \
         if (k < kc) {                                                                                     \
             const float *b0 = b[k] + off;                                                                 \
             const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
-            FMA12(e, f, bq0, br0, ak);                                                                    \
+            NCONV_AVX512_FMA12(e, f, bq0, br0, ak);                                                   \
         }                                                                                                 \
     } while (0)
 

@@ -35,15 +35,9 @@
         }                                                                                                 \
     } while (0)
 
-/* The six rows of tap row set a: each starts a_off channels in (a reduction block); the zero row stays. */
-#define IGEMM_ROWS(a)                                                                                    \
-    const float *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off; \
-    const float *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off; \
-    const float *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
-
 #define IGEMM_REDUCE()                         \
     for (int64_t t = 0; t < ks; t++, a += 6) { \
-        IGEMM_ROWS(a)                          \
+        NCONV_IGEMM_ROWS(a)                    \
         IGEMM_KLOOP();                         \
     }
 
@@ -145,7 +139,7 @@ void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks
 
 #define IGEMM_REDUCE2()                        \
     for (int64_t t = 0; t < ks; t++, a += 6) { \
-        IGEMM_ROWS(a)                          \
+        NCONV_IGEMM_ROWS(a)                    \
         IGEMM_KLOOP2();                        \
     }
 
@@ -180,7 +174,7 @@ void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, in
         }
         a = at, w = w0 + q * ws;
         if (ks == 1) {
-            IGEMM_ROWS(a)
+            NCONV_IGEMM_ROWS(a)
             IGEMM_KLOOP2();
         } else {
             IGEMM_REDUCE2();
