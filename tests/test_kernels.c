@@ -8,7 +8,8 @@
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_gemm_ib_np, sweep_gemm_np);
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
- * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels). */
+ * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
+ * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's. */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
@@ -428,7 +429,7 @@ static void sandwich(const double *L, int rows, int cols, const double *in, doub
 }
 
 static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t ns[] = {1, 3, 7, 8, 9, 16, 17, 40};
+    const int64_t ns[] = {1, 3, 7, 8, 9, 16, 17, 33, 40};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
         const int64_t n = ns[ni], xs = n + 5;
         float *src = malloc(sizeof(float) * (size_t)(36 * n)), *zero = calloc((size_t)n, sizeof(float));
@@ -548,6 +549,30 @@ static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
     }
 }
 
+/* The AVX-512 tile transforms against AVX2's, bit for bit (the same operations per lane). */
+static void wino_isas_agree(const nconv_kernels *a, const nconv_kernels *b, uint64_t *rng) {
+    const int64_t n = 45, xs = 48;
+    float src[36 * 45], out_a[36 * 48], out_b[36 * 48], init[45], pa[8] = {0}, pb[8] = {0};
+    float ya[16 * 48], yb[16 * 48];
+    const float *sp[36];
+    float *dpa[16], *dpb[16];
+    for (int i = 0; i < 36 * n; i++) src[i] = (float)test_uniform(rng);
+    for (int i = 0; i < n; i++) init[i] = (float)test_uniform(rng);
+    for (int i = 0; i < 36; i++) sp[i] = src + i * n;
+    for (int f = 0; f < 3; f++) {
+        memset(out_a, 0, sizeof out_a), memset(out_b, 0, sizeof out_b);
+        memset(ya, 0, sizeof ya), memset(yb, 0, sizeof yb);
+        if (f == 0) a->wino_in(n, sp, out_a, xs, pa), b->wino_in(n, sp, out_b, xs, pb);
+        if (f == 1) a->wino_dy(n, sp, out_a, xs, pa), b->wino_dy(n, sp, out_b, xs, pb);
+        if (f == 2) {
+            for (int i = 0; i < 16; i++) dpa[i] = i == 5 ? NULL : ya + i * xs, dpb[i] = i == 5 ? NULL : yb + i * xs;
+            a->wino_out(n, src, n, init, dpa, 1), b->wino_out(n, src, n, init, dpb, 1);
+        }
+        CHECK(!memcmp(out_a, out_b, sizeof out_a) && !memcmp(ya, yb, sizeof ya),
+              "%s and %s Winograd transform %d differ", a->name, b->name, f);
+    }
+}
+
 int main(void) {
     uint64_t krng = 77;
     for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
@@ -567,6 +592,8 @@ int main(void) {
         sweep_gemm_np(k, &krng);
         sweep_wino(k, &krng);
     }
+    if (nconv__detect_isa() >= NCONV_ISA_AVX512)
+        wino_isas_agree(nconv__kernels_for(NCONV_ISA_AVX512), nconv__kernels_for(NCONV_ISA_AVX2), &krng);
     const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 13, 255, 256, 257, 300};
     uint64_t rng = 5;
     for (size_t mi = 0; mi < 11; mi++)
