@@ -455,7 +455,7 @@ enum { BW_BYTES = 4 << 20, BW_MAX_T = 192 }; /* V and Z of a block, each at most
 typedef struct bgeo {
     wgeo g;           /* tiles of dy (the forward's output), patches of x */
     int64_t CP, ldc;  /* panels of NR input channels; S row pitch (CP * NR) */
-    int64_t ob, ldz;  /* output channels per chunk (a multiple of MR); Z row pitch */
+    int64_t ob;       /* output channels per chunk (a multiple of MR) */
     int64_t T, blocks;
 } bgeo;
 
@@ -468,9 +468,8 @@ static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
     if (ob < MR) ob = MR;
     const int64_t chunks = div_up(c->O, ob);
     b->ob = div_up(div_up(c->O, chunks > 0 ? chunks : 1), MR) * MR;
-    b->ldz = b->ob;
     int64_t T = BW_BYTES / ((int64_t)sizeof(float) * KD * XI * b->ldc);
-    const int64_t tz = BW_BYTES / ((int64_t)sizeof(float) * XI * b->ldz);
+    const int64_t tz = BW_BYTES / ((int64_t)sizeof(float) * XI * b->ob);
     if (tz < T) T = tz;
     if (T > BW_MAX_T) T = BW_MAX_T;
     if (T > b->g.tiles) T = b->g.tiles;
@@ -490,12 +489,12 @@ static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
     s->dy = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O);
     s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc);
     s->v = sizeof(float) * (size_t)(b.g.KD * XI * b.ldc * b.T);
-    s->z = sizeof(float) * (size_t)(XI * b.T * b.ldz);
+    s->z = sizeof(float) * (size_t)(XI * b.T * b.ob);
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
     s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
     s->shares = sizeof(nconv_share) * (size_t)threads;
-    const size_t packed = sizeof(float) * (size_t)(b.ob * b.T), wout = sizeof(float) * (size_t)(9 * c->C);
-    s->scratch = (packed > wout ? packed : wout) + 8 * sizeof(float); /* + the poison lanes */
+    const size_t ztile = sizeof(float) * (size_t)(XI * b.ob), wout = sizeof(float) * (size_t)(9 * c->C);
+    s->scratch = (ztile > wout ? ztile : wout) + 8 * sizeof(float); /* + the poison lanes */
     return nconv__ws_round(s->x) + nconv__ws_round(s->dy) + nconv__ws_round(s->s) + nconv__ws_round(s->v) +
            nconv__ws_round(s->z) + nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
            (size_t)threads * nconv__ws_round(s->scratch);
@@ -520,19 +519,30 @@ static float *bw_poison(const bw_ctx *bc, int tid) {
     return (float *)(bc->scratch + (size_t)tid * bc->scratch_stride + bc->scratch_stride) - 8;
 }
 
-/* The block's transforms: Z[xi][tile][o] for the chunk, V[kd][xi][panel][tile][NR] (zeros for a depth tap in padding). */
+/* The block's transforms: Z[xi][o-tile][tile][r] for the chunk, packed as the GEMMs read it
+ * (rows of MR output channels, zero past the chunk's), and V[kd][xi][panel][tile][NR] (zeros
+ * for a depth tap in padding). */
 static void bw_transform_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const nconv_core *c = bc->c;
     const wgeo *g = &bc->b->g;
-    const int64_t T = bc->b->T, CP = bc->b->CP;
+    const int64_t T = bc->b->T, CP = bc->b->CP, ob = bc->b->ob, otiles = ob / MR, used = div_up(bc->on, MR);
     float *poison = bw_poison(bc, tid);
+    float *zt = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride); /* [XI][ob]: one tile's Z */
     const float *patch[XI], *pp[XI];
     float *ysrc[16];
+    /* Lanes past the chunk's channels are never written by wino_dy: zero once. */
+    if (bc->on < ob)
+        for (int xi = 0; xi < XI; xi++) memset(zt + xi * ob + bc->on, 0, sizeof(float) * (size_t)(ob - bc->on));
     for (int64_t tl; (tl = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0 + tl);
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
-        bc->k->wino_dy(bc->on, (const float *const *)ysrc, bc->Z + tl * bc->b->ldz, T * bc->b->ldz, poison);
+        bc->k->wino_dy(bc->on, (const float *const *)ysrc, zt, ob, poison);
+        /* Packed here, while the tile's Z is in L1: a pass over Z per GEMM unit read it across
+         * cores and cost 10-15% of a layer. */
+        for (int xi = 0; xi < XI; xi++)
+            for (int64_t ot = 0; ot < used; ot++)
+                memcpy(bc->Z + ((xi * otiles + ot) * T + tl) * MR, zt + xi * ob + ot * MR, sizeof(float) * MR);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = bc->V + kd * XI * CP * T * NR + tl * NR;
             if (!patch_of(c, g, bc->x, bc->zero, &ti, kd, patch)) {
@@ -553,17 +563,9 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const bgeo *b = bc->b;
     const int64_t T = b->T, nt = bc->nt, blocks = div_up(bc->on, MR), C = bc->c->C;
-    float *ap = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride);
     for (int64_t u; (u = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int64_t kd = u / XI, xi = u % XI;
-        /* Z's rows of this xi, packed in row tiles of MR output channels: ap[blk][tile][r]. */
-        const float *z = bc->Z + xi * T * b->ldz;
-        for (int64_t blk = 0; blk < blocks; blk++)
-            for (int64_t tl = 0; tl < nt; tl++)
-                for (int64_t r = 0; r < MR; r++) {
-                    const int64_t o = blk * MR + r;
-                    ap[(blk * T + tl) * MR + r] = o < bc->on ? z[tl * b->ldz + o] : 0.0f;
-                }
+        const float *ap = bc->Z + xi * (b->ob / MR) * T * MR; /* [o-tile][tile][r] */
         for (int64_t cp = 0; cp < b->CP; cp += 2) { /* two column panels per call, as the forward GEMMs */
             const float *v = bc->V + ((kd * XI + xi) * b->CP + cp) * T * NR;
             const int64_t np = b->CP - cp < 2 ? 1 : 2, cl = cp + np - 1;
