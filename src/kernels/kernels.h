@@ -227,8 +227,9 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                    const float *const *a, int64_t a_off, const float *zero, const float *w,
                                    int64_t ws, float *const *c, const float *init, int flags);
-/* The 6 x 16 tile kernels and the Winograd tile transforms again with
- * 512-bit registers; the AVX-512 table takes every other kernel from AVX2. */
+/* The 6 x 16 tile kernels, the Winograd tile transforms and the channel sums
+ * again with 512-bit registers; the AVX-512 table takes every other kernel
+ * from AVX2. */
 void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                   int64_t a_off, const float *zero, const float *w, float *const *c,
                                   const float *init, int flags);
@@ -238,6 +239,7 @@ void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, in
 void nconv_f32_wino_in__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 void nconv_f32_wino_out__avx512(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
 void nconv_f32_wino_dy__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+void nconv_f32_chsum__avx512(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
 void nconv_f32_igemm_6x16_planes__avx512(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
                                          const float *zero, const float *w, float *c, int64_t ldc,
                                          const float *init, int flags);
