@@ -6,7 +6,7 @@
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
- *   (sweep_igemm_np, sweep_gemm_ib_np, sweep_gemm_np);
+ *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np);
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's. */
@@ -74,7 +74,7 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                             float pl[NCONV_NR][9];
                             for (int64_t j = 0; j < NCONV_NR; j++)
                                 for (int64_t r = 0; r < 9; r++) pl[j][r] = NAN;
-                            k->igemm_planes(nc, kc, ks, rows, a_off, zero, w, pl[0], 9, init, mode >= 2 ? NCONV_IGEMM_RELU : 0);
+                            k->igemm_planes(1, nc, kc, ks, rows, a_off, zero, w, 0, pl[0], 9, init, mode >= 2 ? NCONV_IGEMM_RELU : 0);
                             double pworst = 0;
                             int puntouched = 1;
                             for (int64_t j = 0; j < NCONV_NR; j++)
@@ -327,6 +327,42 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
 /* gemm_ib_np against one gemm_ib call per panel: the same bits, panels of B
  * apart by a row's panel (16) or by a block of packed rows, full and partial
  * last panels, accumulating or not, kc even and odd. */
+/* igemm_planes on np panels against one call per panel: the same bits, and nothing
+ * written past each panel's channels (the last one's nc_last) or past the tile's 6 pixels. */
+static void sweep_igemm_planes_np(const nconv_kernels *k, uint64_t *rng) {
+    enum { KC = 29, NP = 5, AOFF = 1, LD = 9, PL = NP * 16 * LD };
+    float *a = malloc(sizeof(float) * 2 * 6 * (KC + AOFF)), *w = malloc(sizeof(float) * NP * 2 * KC * 16 + 32);
+    float *init = malloc(sizeof(float) * NP * 16), *c1 = malloc(sizeof(float) * PL), *c2 = malloc(sizeof(float) * PL);
+    float zero[64] = {0};
+    float *wa = (float *)(((uintptr_t)w + 31) & ~(uintptr_t)31);
+    for (int64_t i = 0; i < 2 * 6 * (KC + AOFF); i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * 2 * KC * 16; i++) wa[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * 16; i++) init[i] = (float)test_uniform(rng);
+    const float *ap[2 * 6];
+    for (int64_t i = 0; i < 2 * 6; i++) ap[i] = i == 7 ? zero : a + i * (KC + AOFF);
+    for (int64_t ks = 1; ks <= 2; ks++)
+        for (int64_t np = 1; np <= NP; np++)
+            for (int64_t nc_last = 1; nc_last <= 16; nc_last += 3)
+                for (int relu = 0; relu < 2; relu++) {
+                    const int flags = relu ? NCONV_IGEMM_RELU : 0, ws = (int)(ks * KC * 16);
+                    for (int64_t i = 0; i < PL; i++) c1[i] = c2[i] = NAN;
+                    k->igemm_planes(np, nc_last, KC, ks, ap, AOFF, zero, wa, ws, c1, LD, init, flags);
+                    for (int64_t q = 0; q < np; q++)
+                        k->igemm_planes(1, q + 1 < np ? 16 : nc_last, KC, ks, ap, AOFF, zero, wa + q * ws, 0,
+                                        c2 + q * 16 * LD, LD, init + q * 16, flags);
+                    int same = 1, untouched = 1;
+                    for (int64_t i = 0; i < PL; i++) {
+                        const int64_t ch = i / LD, r = i % LD, used = (np - 1) * 16 + nc_last;
+                        same &= isnan(c1[i]) ? isnan(c2[i]) : c1[i] == c2[i];
+                        untouched &= (ch < used && r < 6) || isnan(c1[i]);
+                    }
+                    CHECK(same && untouched, "%s igemm_planes ks %lld np %lld nc_last %lld relu %d: %s", k->name,
+                          (long long)ks, (long long)np, (long long)nc_last, relu,
+                          same ? "wrote outside its channels" : "differs from per-panel calls");
+                }
+    free(a), free(w), free(init), free(c1), free(c2);
+}
+
 static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
     enum { KC = 23, NP = 5, LD = NP * 16 + 3 };
     float *a = malloc(sizeof(float) * KC * 6), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
@@ -588,6 +624,7 @@ int main(void) {
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);
         sweep_igemm_np(k, &krng);
+        sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);
         sweep_gemm_np(k, &krng);
         sweep_wino(k, &krng);

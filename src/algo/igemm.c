@@ -417,31 +417,38 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
             }
             continue;
         }
-        /* NCHW output in place: one reduction block, so init is set and this is the last. */
-        const int64_t n_out = tile_outer ? ntiles : p1 - p0, n_in = tile_outer ? p1 - p0 : ntiles;
-        for (int64_t io = 0; io < n_out; io++)
-            for (int64_t ii = 0; ii < n_in; ii++) {
-                const int64_t tile = tile_outer ? io : ii, p = p0 + (tile_outer ? ii : io);
+        /* NCHW output in place: one reduction block, so init is set and this is the last.
+         * Panels in the same steps as above. */
+        const int64_t pstep = tile_outer ? p1 - p0 : 2;
+        for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
+            const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
+            const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+            const float *wq = j->w + q0 * j->ks * g->kc * NR, *init = rc->init + (j->g * g->panels + q0) * NR;
+            for (int64_t tile = 0; tile < ntiles; tile++) {
                 const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
-                const int64_t nc = g->rows_cols - p * NR < NR ? g->rows_cols - p * NR : NR;
-                const float *wp = j->w + p * j->ks * g->kc * NR;
-                const float *init = rc->init + (j->g * g->panels + p) * NR;
-                const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + p * NR;
-                float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
+                const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + q0 * NR;
+                const float *const *at = ap + tile * j->ks * MR;
                 if (mr == MR && i0 % rc->S + MR <= rc->S) {
-                    rc->k->igemm_planes(nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, base, rc->pch,
-                                        init, rc->flags);
+                    float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
+                    rc->k->igemm_planes(q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, base,
+                                        rc->pch, init, rc->flags);
                     continue;
                 }
-                /* A tile across images, or the last: through a small buffer. */
-                float tbuf[MR][NR], *tp[MR];
-                for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
-                rc->k->igemm(mr, nc, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero, wp, tp, init, rc->flags);
-                for (int64_t r = 0; r < mr; r++) {
-                    float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + ch0 * rc->pch + (i0 + r) % rc->S;
-                    for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                /* A tile across images, or the last: through a small buffer, a panel at a time. */
+                for (int64_t q = q0; q < q1; q++) {
+                    const int64_t nc = q + 1 < q1 ? NR : nc_last;
+                    float tbuf[MR][NR], *tp[MR];
+                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
+                    rc->k->igemm(mr, nc, kcc, j->ks, at, a_off, rc->zero, wq + (q - q0) * j->ks * g->kc * NR, tp,
+                                 init + (q - q0) * NR, rc->flags);
+                    for (int64_t r = 0; r < mr; r++) {
+                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + (ch0 + (q - q0) * NR) * rc->pch +
+                                   (i0 + r) % rc->S;
+                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                    }
                 }
             }
+        }
     }
 }
 

@@ -51,14 +51,16 @@ typedef void (*nconv_f32_igemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, i
                                       int64_t ws, float *const *c, const float *init, int flags);
 
 /*
- * The same reduction for a whole tile of 6 rows, stored to planes: row r,
- * column j < nc goes to c[j * ldc + r] (6 consecutive pixels of channel j's
- * plane: NCHW output without a layout change). init is required (no
- * accumulation); NCONV_IGEMM_RELU applies.
+ * The same reduction for a whole tile of 6 rows and np column panels (as
+ * igemm_np: weights w + q * ws, init + q * 16), stored to planes: row r,
+ * column j of panel q goes to c[(q * 16 + j) * ldc + r] (6 consecutive pixels
+ * of a channel's plane: NCHW output without a layout change), j < 16, or
+ * j < nc_last in the last panel. init is required (no accumulation);
+ * NCONV_IGEMM_RELU applies. Each panel has the sums of a call for it alone.
  */
-typedef void (*nconv_f32_igemm_planes_fn)(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
-                                          int flags);
+typedef void (*nconv_f32_igemm_planes_fn)(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                          int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                          int64_t ldc, const float *init, int flags);
 
 /*
  * GEMM with indirect B rows, up to 6 x 16:
@@ -170,9 +172,9 @@ void nconv_f32_gbw__generic(int64_t n, int64_t q, int64_t o0, int64_t no, int64_
                             const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_gfwd__generic(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
                              const float *init, float *dst, int64_t ds, int relu);
-void nconv_f32_igemm_6x16_planes__generic(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
-                                          int flags);
+void nconv_f32_igemm_6x16_planes__generic(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                          int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                          int64_t ldc, const float *init, int flags);
 void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
@@ -202,9 +204,9 @@ void nconv_f32_gbw__avx2(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t n
                          const float *const *x, int64_t xs, float *acc, int64_t ats);
 void nconv_f32_gfwd__avx2(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
                           const float *init, float *dst, int64_t ds, int relu);
-void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                       const float *zero, const float *w, float *c, int64_t ldc, const float *init,
-                                       int flags);
+void nconv_f32_igemm_6x16_planes__avx2(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                       int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                       int64_t ldc, const float *init, int flags);
 void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
 void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
@@ -240,9 +242,9 @@ void nconv_f32_wino_in__avx512(int64_t n, const float *const *src, float *dst, i
 void nconv_f32_wino_out__avx512(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
 void nconv_f32_wino_dy__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 void nconv_f32_chsum__avx512(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
-void nconv_f32_igemm_6x16_planes__avx512(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                         const float *zero, const float *w, float *c, int64_t ldc,
-                                         const float *init, int flags);
+void nconv_f32_igemm_6x16_planes__avx512(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                         int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                         int64_t ldc, const float *init, int flags);
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,

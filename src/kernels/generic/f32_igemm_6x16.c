@@ -20,15 +20,19 @@ void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t k
         for (int64_t j = 0; j < nc; j++) c[r][j] = relu && acc[r][j] < 0 ? 0.0f : acc[r][j]; /* NaN stays NaN */
 }
 
-void nconv_f32_igemm_6x16_planes__generic(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                          const float *zero, const float *w, float *c, int64_t ldc, const float *init,
-                                          int flags) {
-    float tile[6][16];
-    float *rows[6];
-    for (int r = 0; r < 6; r++) rows[r] = tile[r];
-    nconv_f32_igemm_6x16__generic(6, nc, kc, ks, a, a_off, zero, w, rows, init, flags & NCONV_IGEMM_RELU);
-    for (int64_t j = 0; j < nc; j++)
-        for (int r = 0; r < 6; r++) c[j * ldc + r] = tile[r][j];
+void nconv_f32_igemm_6x16_planes__generic(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                          int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                          int64_t ldc, const float *init, int flags) {
+    for (int64_t q = 0; q < np; q++) {
+        const int64_t nc = q + 1 < np ? 16 : nc_last;
+        float tile[6][16];
+        float *rows[6];
+        for (int r = 0; r < 6; r++) rows[r] = tile[r];
+        nconv_f32_igemm_6x16__generic(6, nc, kc, ks, a, a_off, zero, w + q * ws, rows, init + q * 16,
+                                      flags & NCONV_IGEMM_RELU);
+        for (int64_t j = 0; j < nc; j++)
+            for (int r = 0; r < 6; r++) c[(q * 16 + j) * ldc + r] = tile[r][j];
+    }
 }
 
 void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,

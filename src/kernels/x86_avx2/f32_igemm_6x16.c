@@ -142,14 +142,21 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
 #undef NP_PANEL
 }
 
-void nconv_f32_igemm_6x16_planes__avx2(int64_t nc, int64_t kc, int64_t ks, const float *const *a, int64_t a_off,
-                                       const float *zero, const float *w, float *c, int64_t ldc, const float *init,
-                                       int flags) {
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init);
-    c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + 8);
-    IGEMM_REDUCE();
-    IGEMM_RELU();
-    nconv__avx2_store_planes(c, ldc, nc, c00, c10, c20, c30, c40, c50);
-    if (nc > 8) nconv__avx2_store_planes(c + 8 * ldc, ldc, nc - 8, c01, c11, c21, c31, c41, c51);
+void nconv_f32_igemm_6x16_planes__avx2(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+                                       int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
+                                       int64_t ldc, const float *init, int flags) {
+    const float *const *const at = a;
+    const float *const w0 = w;
+    for (int64_t q = 0; q < np; q++) {
+        const int64_t nc = q + 1 < np ? 16 : nc_last;
+        __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+        c00 = c10 = c20 = c30 = c40 = c50 = _mm256_loadu_ps(init + q * 16);
+        c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);
+        a = at, w = w0 + q * ws;
+        IGEMM_REDUCE();
+        IGEMM_RELU();
+        float *cq = c + q * 16 * ldc;
+        nconv__avx2_store_planes(cq, ldc, nc, c00, c10, c20, c30, c40, c50);
+        if (nc > 8) nconv__avx2_store_planes(cq + 8 * ldc, ldc, nc - 8, c01, c11, c21, c31, c41, c51);
+    }
 }
