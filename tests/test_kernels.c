@@ -8,6 +8,7 @@
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np);
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
+ * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's. */
 #include "test_util.h"
@@ -363,6 +364,27 @@ static void sweep_igemm_planes_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
+/* transpose: every element moved exactly, nothing written outside rows x cols of dst,
+ * over sizes around the 8 x 8 tiles and 32 x 32 blocks. */
+static void sweep_transpose(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t sz[] = {1, 5, 8, 9, 31, 32, 33, 47, 70};
+    enum { N = sizeof sz / sizeof sz[0] };
+    for (int ri = 0; ri < N; ri++)
+        for (int ci = 0; ci < N; ci++) {
+            const int64_t rows = sz[ri], cols = sz[ci], lds = cols + 3, ldd = rows + 5;
+            float *src = malloc(sizeof(float) * (size_t)(rows * lds)), *dst = malloc(sizeof(float) * (size_t)(cols * ldd));
+            for (int64_t i = 0; i < rows * lds; i++) src[i] = (float)test_uniform(rng);
+            for (int64_t i = 0; i < cols * ldd; i++) dst[i] = NAN;
+            k->transpose(rows, cols, src, lds, dst, ldd);
+            int ok = 1;
+            for (int64_t j = 0; j < cols; j++)
+                for (int64_t i = 0; i < ldd; i++)
+                    ok &= i < rows ? dst[j * ldd + i] == src[i * lds + j] : isnan(dst[j * ldd + i]);
+            CHECK(ok, "%s transpose rows %lld cols %lld: wrong or outside", k->name, (long long)rows, (long long)cols);
+            free(src), free(dst);
+        }
+}
+
 static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
     enum { KC = 23, NP = 5, LD = NP * 16 + 3 };
     float *a = malloc(sizeof(float) * KC * 6), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
@@ -623,6 +645,7 @@ int main(void) {
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);
+        sweep_transpose(k, &krng);
         sweep_igemm_np(k, &krng);
         sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);
