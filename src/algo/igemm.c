@@ -209,10 +209,13 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
         s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1) + g.KS) +
                      (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
     }
-    if (g.dcols) { /* column blocks, and weights packed for them */
+    if (g.dcols) { /* column blocks, and weights packed for them (as B panels, or as A tiles for NCHW dy) */
         s->cols = sizeof(float) * (size_t)(g.col_rows * g.KS * g.Cg);
-        const size_t wq = sizeof(float) * (size_t)(div_up(g.KS * g.Cg, NR) * g.Og * NR);
+        const int64_t q = g.KS * g.Cg, wb = div_up(q, NR) * NR, wa = div_up(q, MR) * MR;
+        const size_t wq = sizeof(float) * (size_t)((wb > wa ? wb : wa) * g.Og);
         if (wq > s->packed) s->packed = wq;
+        const size_t rows = sizeof(float *) * (size_t)g.Og; /* NCHW dy: a plane row pointer per output channel */
+        if (rows > s->scratch) s->scratch = rows;
     }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
     s->shares = sizeof(nconv_share) * (size_t)threads; /* fwd, bwd_d: units of the row GEMM; bwd_w: pixel chunks */
@@ -1028,11 +1031,42 @@ typedef struct cols_ctx {
     const geo *g;
     const nconv_kernels *k;
     const float *dy, *wq, *zero;
+    const nconv_view *dyv; /* NCHW dy planes (dy NULL): col is then transposed, see planes_cols_task */
     float *col;
     int64_t m0, rows;
     char *scratch;
     size_t scratch_stride;
 } cols_ctx;
+
+enum { COL_PANELS = 8 }; /* NCHW dy: pixels per call in panels of NR; the dy block (Og rows) stays in L2 for every q tile */
+
+/* col^T[q][i] = sum_o w[o][q] * dy[o][m0 + i] from dy's planes: A = w^T in tiles of MR columns q
+ * ([tile][o][MR]), B = plane rows in place (one pointer per o, per image). Threads take runs of
+ * pixels; each product is the one the channels-last column GEMM forms, summed in the same order. */
+static void planes_cols_task(void *arg, int tid, int nthreads) {
+    const cols_ctx *cc = arg;
+    const nconv_view *v = cc->dyv;
+    const int64_t Q = cc->g->KS * cc->g->Cg, Og = cc->g->Og, OS = cc->g->OS, step = COL_PANELS * NR;
+    const float **b = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
+    int64_t u0, u1;
+    nconv__split(div_up(cc->rows, step), tid, nthreads, &u0, &u1);
+    int64_t img = -1;
+    for (int64_t i = u0 * step, end = u1 * step < cc->rows ? u1 * step : cc->rows; i < end;) {
+        const int64_t p = cc->m0 + i, n = p / OS, op = p % OS;
+        int64_t len = end - i; /* within one unit and one image */
+        if (len > step - i % step) len = step - i % step;
+        if (len > OS - op) len = OS - op;
+        if (n != img) {
+            for (int64_t o = 0; o < Og; o++) b[o] = (const float *)v->data + n * v->stride[0] + o * v->stride[1];
+            img = n;
+        }
+        const int64_t np = div_up(len, NR), nc_last = len - (np - 1) * NR;
+        for (int64_t q0 = 0; q0 < Q; q0 += MR)
+            cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, b, op, NR,
+                              cc->col + q0 * cc->rows + i, cc->rows, 0);
+        i += len;
+    }
+}
 
 static void cols_task(void *arg, int tid, int nthreads) {
     const cols_ctx *cc = arg;
@@ -1061,7 +1095,8 @@ static void cols_task(void *arg, int tid, int nthreads) {
 typedef struct scatter_ctx {
     const nconv_core *c;
     const geo *g;
-    const float *col;
+    const float *col; /* element (pixel i, column q) at col[i * ps + q * qs] */
+    int64_t ps, qs;
     float *pad, *dst;
     int64_t m0, rows;
     int unpad; /* the final copy instead of a block */
@@ -1071,7 +1106,7 @@ static void scatter_task(void *arg, int tid, int nthreads) {
     const scatter_ctx *sc = arg;
     const nconv_core *c = sc->c;
     const geo *g = sc->g;
-    const int64_t Q = g->KS * g->Cg, run = c->k[2] * g->Cg;
+    const int64_t run = c->k[2] * g->Cg;
     int64_t r_lo, r_hi;
     nconv__split(c->N * c->in[0] * c->in[1], tid, nthreads, &r_lo, &r_hi);
     if (sc->unpad) {
@@ -1095,32 +1130,41 @@ static void scatter_task(void *arg, int tid, int nthreads) {
                 const int64_t r = (n * c->in[0] + i0) * c->in[1] + i1;
                 if (i1 < 0 || i1 >= c->in[1] || r < r_lo || r >= r_hi) continue;
                 float *d = sc->pad + (r * g->iw_pad + o2 * c->s[2]) * g->Cg;
-                const float *src = sc->col + i * Q + (k0 * c->k[1] + k1) * run;
-                for (int64_t j = 0; j < run; j++) d[j] += src[j];
+                const float *src = sc->col + i * sc->ps + (k0 * c->k[1] + k1) * run * sc->qs;
+                for (int64_t j = 0; j < run; j++) d[j] += src[j * sc->qs];
             }
         }
     }
 }
 
-static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const wsrc *w,
-                       float *wq, float *pad, float *col, const float *zero, char *scratch, size_t scratch_stride,
-                       float *dst) {
+static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const nconv_view *dyv,
+                       const wsrc *w, float *wq, float *pad, float *col, const float *zero, char *scratch,
+                       size_t scratch_stride, float *dst) {
     const nconv_core *c = e->c;
     const int64_t Q = g->KS * g->Cg, M = c->N * g->OS;
-    for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++) /* wq[panel][o][NR]: column q = t * Cg + ci */
-        for (int64_t o = 0; o < g->Og; o++)
-            for (int64_t jj = 0; jj < NR; jj++) {
-                const int64_t q = j0 + jj;
-                wq[(p * g->Og + o) * NR + jj] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
-            }
+    if (dyv) /* wq[tile][o][MR]: A tiles of w^T, column q = t * Cg + ci */
+        for (int64_t q0 = 0; q0 < Q; q0 += MR)
+            for (int64_t o = 0; o < g->Og; o++)
+                for (int64_t r = 0; r < MR; r++) {
+                    const int64_t q = q0 + r;
+                    wq[(q0 / MR * g->Og + o) * MR + r] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
+                }
+    else /* wq[panel][o][NR]: B panels */
+        for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++)
+            for (int64_t o = 0; o < g->Og; o++)
+                for (int64_t jj = 0; jj < NR; jj++) {
+                    const int64_t q = j0 + jj;
+                    wq[(p * g->Og + o) * NR + jj] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
+                }
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
-        cols_ctx cc = {c, g, k, dy, wq, zero, col, m0, M - m0 < g->col_rows ? M - m0 : g->col_rows, scratch, scratch_stride};
-        nconv__parallel(e, cols_task, &cc);
-        scatter_ctx sc = {c, g, col, pad, dst, m0, cc.rows, 0};
+        const int64_t rows = M - m0 < g->col_rows ? M - m0 : g->col_rows;
+        cols_ctx cc = {c, g, k, dy, wq, zero, dyv, col, m0, rows, scratch, scratch_stride};
+        nconv__parallel(e, dyv ? planes_cols_task : cols_task, &cc);
+        scatter_ctx sc = {c, g, col, dyv ? 1 : Q, dyv ? rows : 1, pad, dst, m0, rows, 0};
         nconv__parallel(e, scatter_task, &sc);
     }
-    scatter_ctx sc = {c, g, NULL, pad, dst, 0, 0, 1};
+    scatter_ctx sc = {c, g, NULL, 0, 0, pad, dst, 0, 0, 1};
     nconv__parallel(e, scatter_task, &sc);
 }
 
@@ -1195,9 +1239,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
     } else if (dir != NCONV_DIR_BWD_D) {
         x = nconv__nxc_input(e, e->x, xb);
     }
-    /* bwd_w with the swapped tiles reads dy in f32 NCHW planes where it is (see bw_task). */
+    /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in f32 NCHW planes where it is
+     * (see bw_task, bwd_d_cols). */
     const nconv_view *yv = e->y;
-    const int dy_planes = dir == NCONV_DIR_BWD_W && g.bw_swap && yv->dt == NCONV_F32 && !nconv__view_is_nxc_f32(yv) &&
+    const int dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && yv->dt == NCONV_F32 && !nconv__view_is_nxc_f32(yv) &&
                           (c->out[2] == 1 || yv->stride[4] == 1) && (c->out[1] == 1 || yv->stride[3] == c->out[2]) &&
                           (c->out[0] == 1 || yv->stride[2] == c->out[1] * c->out[2]);
     const float *y = dir != NCONV_DIR_FWD && !dy_planes ? nconv__nxc_input(e, e->y, yb) : NULL;
@@ -1233,7 +1278,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
         float *pad = xb + c->N * g.IS * c->C;
         if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
         float *dxb = fuse ? dst : xb;
-        bwd_d_cols(e, &g, k, y, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch), dxb);
+        bwd_d_cols(e, &g, k, y, dy_planes ? yv : NULL, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch),
+                   dxb);
         if (fuse && epi && (epi->bias || epi->relu)) { /* the transposed forward's bias and relu */
             nconv__epi_init(epi, init, c->C);
             for (int64_t i = 0; i < c->N * g.IS; i++)
