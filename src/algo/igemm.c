@@ -738,24 +738,25 @@ static double *chunk_lanes(const bw_ctx *bc, int64_t ch) {
     return ch == 0 ? bc->lanes : bc->lanes_more + (ch - 1) * 4 * bc->c->O;
 }
 
+/* lane[(op + i) % 4][j] += rows[i * ld + j] for i < n, j < nch: n rows of one image from its
+ * pixel op on, each lane adding its rows in order, as nconv__channel_sums does. */
+static void lanes_add(const nconv_kernels *k, double *lane, int64_t ls, const float *rows, int64_t ld, int64_t op,
+                      int64_t n, int64_t nch) {
+    for (; n > 0 && op % 4; op++, n--, rows += ld) { /* to a row of lane 0 (chsum starts every block there) */
+        double *l = lane + op % 4 * ls;
+        for (int64_t j = 0; j < nch; j++) l[j] += rows[j];
+    }
+    if (n > 0) k->chsum(n, nch, rows, ld, lane, ls);
+}
+
 /* lane[(p % OS) % 4][ch] += dy[p][ch] for pixels [p0, p0 + n) and channels
- * [ch0, ch0 + nch): each lane adds its pixels in order, as
- * nconv__channel_sums does, a dy block that packing has just brought to L2
- * (summing dy apart read it from memory again: 15% of a 1x1 bwd_w). */
+ * [ch0, ch0 + nch): a dy block that packing has just brought to L2 (summing
+ * dy apart read it from memory again: 15% of a 1x1 bwd_w). */
 static void bias_lanes(const bw_ctx *bc, double *lane, int64_t p0, int64_t n, int64_t ch0, int64_t nch) {
     const int64_t O = bc->c->O, OS = bc->g.OS;
-    lane += ch0;
     for (int64_t p = p0; p < p0 + n;) {
-        const int64_t op = p % OS;
-        const float *row = bc->dy + p * O + ch0;
-        if (op % 4) { /* to the next pixel whose lane is 0, one pixel at a time (chsum touches all four lanes) */
-            double *l = lane + op % 4 * O;
-            for (int64_t j = 0; j < nch; j++) l[j] += row[j];
-            p++;
-            continue;
-        }
-        const int64_t run = p0 + n - p < OS - op ? p0 + n - p : OS - op; /* within one image */
-        bc->k->chsum(run, nch, row, O, lane, O);
+        const int64_t op = p % OS, run = p0 + n - p < OS - op ? p0 + n - p : OS - op; /* within one image */
+        lanes_add(bc->k, lane + ch0, O, bc->dy + p * O + ch0, O, op, run, nch);
         p += run;
     }
 }
@@ -916,12 +917,20 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                      * tap and tile reuses them): no NHWC copy of dy, and B rows are contiguous. */
                     const nconv_view *v = bc->dy_planes;
                     const float *dyf = (const float *)v->data + gi * g->Og * v->stride[1];
+                    /* db by the thread of the group's first unit (which zeroed its lanes) */
+                    const int64_t first = gi * taps * bc->tiles;
+                    const int db = lanes && u0 <= first && first < u1;
                     for (int64_t k = 0; k < kc;) {
                         const int64_t p = p0 + k, op = p % g->OS, run = kc - k < g->OS - op ? kc - k : g->OS - op;
-                        for (int64_t j0 = 0; j0 < cols_n; j0 += NR)
-                            bc->k->transpose(cols_n - j0 < NR ? cols_n - j0 : NR, run,
-                                             dyf + (p / g->OS) * v->stride[0] + j0 * v->stride[1] + op, v->stride[1],
-                                             bpack + (j0 / NR * KC + k) * NR, NR);
+                        for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
+                            const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
+                            float *panel = bpack + (j0 / NR * KC + k) * NR;
+                            bc->k->transpose(nc, run, dyf + (p / g->OS) * v->stride[0] + j0 * v->stride[1] + op,
+                                             v->stride[1], panel, NR);
+                            /* db from the rows just written (a pass over the planes apart read them from
+                             * memory again: a quarter of wav2vec2's first layer) */
+                            if (db) lanes_add(bc->k, lanes + gi * g->Og + j0, c->O, panel, NR, op, run, nc);
+                        }
                         k += run;
                     }
                     packed_g = gi;
@@ -936,7 +945,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 /* The block's dy rows, read in place by every unit, summed once for db while in cache
                  * after the group's first unit (a separate pass over dy took as long as this GEMM
                  * for wav2vec2's first layer; before the GEMM, the misses were this sum's). */
-                if (lanes && t == 0 && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
+                if (lanes && !bc->dy_planes && t == 0 && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
             }
             u = run_end;
         }
@@ -1250,9 +1259,9 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
         const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
-        /* db's lanes on the way: from the packing of dy^T, or (swapped) from dy's rows in place;
-         * not from dy's NCHW planes, which are read by transposing panels */
-        double *lanes = e->db_lanes && !dy_planes ? e->db_lanes : NULL;
+        /* db's lanes on the way: from the packing of dy^T, or (swapped) from dy's rows in place,
+         * or from the panels transposed from dy's NCHW planes */
+        double *lanes = e->db_lanes;
         nconv_share *shares = nconv__arena_take(e->ws, s.shares);
         if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
         nconv__share_split(shares, g.bw_chunks, nconv__parallel_width(e));
