@@ -945,7 +945,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 /* The block's dy rows, read in place by every unit, summed once for db while in cache
                  * after the group's first unit (a separate pass over dy took as long as this GEMM
                  * for wav2vec2's first layer; before the GEMM, the misses were this sum's). */
-                if (lanes && !bc->dy_planes && t == 0 && u % bc->tiles == 0) bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
+                if (lanes && !bc->dy_planes && t == 0 && u % bc->tiles == 0)
+                    bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
             }
             u = run_end;
         }
@@ -1051,7 +1052,7 @@ enum { COL_PANELS = 8 }; /* NCHW dy: pixels per call in panels of NR; the dy blo
 
 /* col^T[q][i] = sum_o w[o][q] * dy[o][m0 + i] from dy's planes: A = w^T in tiles of MR columns q
  * ([tile][o][MR]), B = plane rows in place (one pointer per o, per image). Threads take runs of
- * pixels; each product is the one the channels-last column GEMM forms, summed in the same order. */
+ * pixels, each element written by one call: the result does not depend on the thread count. */
 static void planes_cols_task(void *arg, int tid, int nthreads) {
     const cols_ctx *cc = arg;
     const nconv_view *v = cc->dyv;
@@ -1251,9 +1252,9 @@ static nconv_status igemm_run(const nconv_exec *e) {
     /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in f32 NCHW planes where it is
      * (see bw_task, bwd_d_cols). */
     const nconv_view *yv = e->y;
-    const int dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && yv->dt == NCONV_F32 && !nconv__view_is_nxc_f32(yv) &&
-                          (c->out[2] == 1 || yv->stride[4] == 1) && (c->out[1] == 1 || yv->stride[3] == c->out[2]) &&
-                          (c->out[0] == 1 || yv->stride[2] == c->out[1] * c->out[2]);
+    const int dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && yv->dt == NCONV_F32 &&
+                          !nconv__view_is_nxc_f32(yv) && (c->out[2] == 1 || yv->stride[4] == 1) &&
+                          (c->out[1] == 1 || yv->stride[3] == c->out[2]) && (c->out[0] == 1 || yv->stride[2] == c->out[1] * c->out[2]);
     const float *y = dir != NCONV_DIR_FWD && !dy_planes ? nconv__nxc_input(e, e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {
