@@ -109,7 +109,7 @@ typedef struct operands {
     int has_b, has_z;
 } operands;
 
-static void operands_make(operands *o, const nconv_problem *p, int layout, uint64_t *rng, uint64_t *fill) {
+static void operands_make(operands *o, const nconv_problem *p, int layout, uint64_t *rng, const uint64_t *fill) {
     int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
     nconv_problem_shapes(p, xs, ws, ys);
     int r = p->ndims + 2;
@@ -381,34 +381,51 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
     p->pad_begin[0] = p->pad_begin[1] = p->pad_end[0] = p->pad_end[1] = 1;
 }
 
-/* Winograd with several output-channel chunks (U and S over 8 MiB) and
- * tile blocks (bwd_w's S accumulates over blocks), against igemm (itself
- * checked against the reference above; the reference would take seconds
- * here); the same bits for 1 and 3 threads. Light runs take a smaller image:
- * its 110 tiles are still two of bwd_w's blocks (107 tiles at 272 channels). */
-static void test_winograd_blocks(void) {
+/* Winograd against igemm (itself checked against the reference above; the
+ * reference would take seconds here), and the same bits for 1, 2 and 3
+ * threads (bwd_w's two slices of tiles run one after the other on one thread,
+ * side by side on more). */
+static void wino_vs_igemm(const char *what, const nconv_problem *p, uint64_t rng) {
     nconv_context *ig, *wg;
     contexts("igemm", "winograd", &ig, &wg);
-    uint64_t rng = 8;
-    nconv_problem p;
-    same_3x3(&p, 2, 272, 280, test_light() ? 20 : 24, test_light() ? 44 : 46);
-    operands r, a, b;
-    operands_make3(&r, &a, &b, &p, LAYOUT_NXC, &rng);
-    r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
-    CHECK(run_wino(ig, &p, &r, 0) == NCONV_OK, "igemm: %s", nconv_last_error());
-    nconv_context_set_threads(wg, 1);
-    CHECK(run_wino(wg, &p, &a, 0) == NCONV_OK, "winograd: %s", nconv_last_error());
-    nconv_context_set_threads(wg, 3);
-    CHECK(run_wino(wg, &p, &b, 0) == NCONV_OK, "winograd: %s", nconv_last_error());
-    const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
-                 ew = rel_err(&a.dw, &r.dw, NCONV_F32);
-    CHECK(ey <= 5e-5 && ex <= 5e-5 && ew <= 5e-5, "winograd blocks: y err %g, dx err %g, dw err %g", ey, ex, ew);
-    CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
-              !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
-          "winograd blocks: results differ between 1 and 3 threads");
-    operands_free(&r), operands_free(&a), operands_free(&b);
+    operands r, a[3];
+    const uint64_t fill = test_rng(&rng);
+    operands_make(&r, p, LAYOUT_NXC, &rng, &fill);
+    for (int t = 0; t < 3; t++) operands_make(&a[t], p, LAYOUT_NXC, &rng, &fill);
+    r.epi = a[0].epi = a[1].epi = a[2].epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+    CHECK(run_wino(ig, p, &r, 0) == NCONV_OK, "igemm: %s", nconv_last_error());
+    for (int t = 0; t < 3; t++) {
+        nconv_context_set_threads(wg, t + 1);
+        CHECK(run_wino(wg, p, &a[t], 0) == NCONV_OK, "winograd: %s", nconv_last_error());
+    }
+    const double ey = rel_err(&a[0].y, &r.y, NCONV_F32), ex = rel_err(&a[0].dx, &r.dx, NCONV_F32),
+                 ew = rel_err(&a[0].dw, &r.dw, NCONV_F32);
+    CHECK(ey <= 5e-5 && ex <= 5e-5 && ew <= 5e-5, "winograd %s: y err %g, dx err %g, dw err %g", what, ey, ex, ew);
+    for (int t = 1; t < 3; t++)
+        CHECK(!memcmp(a[0].y.buf, a[t].y.buf, a[0].y.bytes) && !memcmp(a[0].dx.buf, a[t].dx.buf, a[0].dx.bytes) &&
+                  !memcmp(a[0].dw.buf, a[t].dw.buf, a[0].dw.bytes),
+              "winograd %s: results differ between 1 and %d threads", what, t + 1);
+    operands_free(&r);
+    for (int t = 0; t < 3; t++) operands_free(&a[t]);
     nconv_context_destroy(ig);
     nconv_context_destroy(wg);
+}
+
+/* Several output-channel chunks (U and S over 8 MiB) and tile blocks (bwd_w's
+ * S accumulates over blocks). Light runs take a smaller image: its 110 tiles
+ * are still two of bwd_w's blocks (107 tiles at 272 channels). */
+static void test_winograd_blocks(void) {
+    nconv_problem p;
+    same_3x3(&p, 2, 272, 280, test_light() ? 20 : 24, test_light() ? 44 : 46);
+    wino_vs_igemm("blocks", &p, 8);
+}
+
+/* bwd_w in two slices of tiles (429 tiles: 215 and 214), each in two blocks,
+ * with channel tails (24 = 16 + 8 inputs, 20 outputs: MR rows past them). */
+static void test_winograd_slices(void) {
+    nconv_problem p;
+    same_3x3(&p, 3, 24, 20, 50, 42);
+    wino_vs_igemm("slices", &p, 9);
 }
 
 /* Inf or NaN in x, w or dy: winograd's transforms would turn one Inf into
@@ -758,6 +775,7 @@ static void test_bw_chunks(void) {
 int main(void) {
     test_winograd();
     test_winograd_blocks();
+    test_winograd_slices();
     test_winograd_nonfinite();
     test_bw_chunks();
     test_grouped();

@@ -571,21 +571,30 @@ static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
         k->wino_dy(n, sp, z, xs, poison);
         CHECK(poison[(n - 1) % 8] != poison[(n - 1) % 8], "%s wino_dy n %lld: NaN not flagged", k->name, (long long)n);
 
-        for (int i = 0; i < 36 * xs; i++) z[i] = (float)test_uniform(rng);
-        for (int i = 0; i < 9 * xs; i++) w[i] = -9.0f;
-        k->wino_wgrad(n, z, xs, w, xs);
-        for (int64_t c = 0; c < n; c++)
-            for (int p = 0; p < 3; p++)
-                for (int q = 0; q < 3; q++) {
-                    double acc = 0;
-                    for (int a = 0; a < 6; a++)
-                        for (int b = 0; b < 6; b++) acc += wG[a][p] * z[(a * 6 + b) * xs + c] * wG[b][q];
-                    CHECK(fabs(w[(p * 3 + q) * xs + c] - acc) <= 1e-6 * 10, "%s wino_wgrad n %lld: [%d][%d][%lld] %g, want %g",
-                          k->name, (long long)n, p, q, (long long)c, w[(p * 3 + q) * xs + c], acc);
-                }
-        for (int i = 0; i < 9; i++)
-            for (int64_t c = n; c < xs; c++) CHECK(w[i * xs + c] == -9.0f, "%s wino_wgrad wrote past n %lld", k->name, (long long)n);
-        free(src), free(z), free(w);
+        /* wgrad of one S, then of the sum of two (Winograd backward-weights adds its two slices here). */
+        float *z2 = malloc(sizeof(float) * (size_t)(36 * xs));
+        for (int i = 0; i < 36 * xs; i++) z[i] = (float)test_uniform(rng), z2[i] = z[i] - 0.75f;
+        for (int two = 0; two < 2; two++) {
+            for (int i = 0; i < 9 * xs; i++) w[i] = -9.0f;
+            k->wino_wgrad(n, z, two ? z2 : NULL, xs, w, xs);
+            for (int64_t c = 0; c < n; c++)
+                for (int p = 0; p < 3; p++)
+                    for (int q = 0; q < 3; q++) {
+                        double acc = 0;
+                        for (int a = 0; a < 6; a++)
+                            for (int b = 0; b < 6; b++) {
+                                const double sv = z[(a * 6 + b) * xs + c] + (two ? z2[(a * 6 + b) * xs + c] : 0.0);
+                                acc += wG[a][p] * sv * wG[b][q];
+                            }
+                        CHECK(fabs(w[(p * 3 + q) * xs + c] - acc) <= 1e-6 * 20,
+                              "%s wino_wgrad n %lld, %d sources: [%d][%d][%lld] %g, want %g", k->name, (long long)n,
+                              1 + two, p, q, (long long)c, w[(p * 3 + q) * xs + c], acc);
+                    }
+            for (int i = 0; i < 9; i++)
+                for (int64_t c = n; c < xs; c++)
+                    CHECK(w[i * xs + c] == -9.0f, "%s wino_wgrad wrote past n %lld", k->name, (long long)n);
+        }
+        free(src), free(z), free(z2), free(w);
     }
     /* Weight transform: 16 columns of 3 x 3 taps. */
     float g[9 * 16], u[36 * 20];

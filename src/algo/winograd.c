@@ -448,15 +448,23 @@ static nconv_status fwd_run(const nconv_exec *e) {
  * chunks whose S fits U_BUDGET; per chunk, blocks of T tiles are transformed
  * (threads claim the tiles), then their 36 x KD GEMMs accumulate into S (threads
  * claim (kd, xi): every S element adds its blocks in block order, whatever the
- * thread count), then S is transformed into dw.
+ * thread count), then S is transformed into dw. Enough tiles make two slices,
+ * each with its own V, Z and S, added before dw's transform: on two threads
+ * each thread keeps to its slice's blocks, which otherwise went from one core's
+ * cache to the other's between the two phases (res2a_3x3 at 2 threads:
+ * 5.2-5.6 -> 4.2-4.7 ms).
  */
 enum { BW_BYTES = 4 << 20, BW_MAX_T = 192 }; /* V and Z of a block, each at most; tiles per block */
+/* Two slices of the tiles when each has at least BW_SLICE_TILES: a slice costs a pass over its S,
+ * which a few dozen tiles do not repay (res4b, 64 tiles a slice: 10-30% slower). */
+enum { BW_SLICES = 2, BW_SLICE_TILES = 96 };
 
 typedef struct bgeo {
     wgeo g;           /* tiles of dy (the forward's output), patches of x */
     int64_t CP, ldc;  /* panels of NR input channels; S row pitch (CP * NR) */
     int64_t ob;       /* output channels per chunk (a multiple of MR) */
-    int64_t T, blocks;
+    int64_t sl, tps;  /* slices of the tiles, each with its own V, Z and S; tiles per slice */
+    int64_t T, steps; /* tiles per block; blocks per slice */
 } bgeo;
 
 static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
@@ -472,10 +480,15 @@ static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
     const int64_t tz = BW_BYTES / ((int64_t)sizeof(float) * XI * b->ob);
     if (tz < T) T = tz;
     if (T > BW_MAX_T) T = BW_MAX_T;
-    if (T > b->g.tiles) T = b->g.tiles;
+    b->sl = b->g.tiles >= BW_SLICES * BW_SLICE_TILES ? BW_SLICES : 1;
+    b->tps = div_up(b->g.tiles, b->sl);
     if (T < 1) T = 1;
-    b->T = T;
-    b->blocks = div_up(b->g.tiles, T);
+    b->steps = div_up(b->tps, T);
+    /* Sliced, even blocks (res3b, 4 tiles left over per slice: 10-15% slower); one slice keeps the
+     * full first blocks (res4b, 113 + 15 tiles against 64 + 64: 10% faster). Measured, not modelled. */
+    if (b->sl > 1) T = div_up(b->tps, b->steps);
+    else if (T > b->tps) T = b->tps;
+    b->T = T > 1 ? T : 1;
 }
 
 struct bw_sizes {
@@ -487,7 +500,7 @@ static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
     bw_geometry(c, threads, &b);
     s->x = sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C);
     s->dy = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O);
-    s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc);
+    s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc); /* each, per slice */
     s->v = sizeof(float) * (size_t)(b.g.KD * XI * b.ldc * b.T);
     s->z = sizeof(float) * (size_t)(XI * b.T * b.ob);
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
@@ -495,8 +508,9 @@ static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
     s->shares = sizeof(nconv_share) * (size_t)threads;
     const size_t ztile = sizeof(float) * (size_t)(XI * b.ob), wout = sizeof(float) * (size_t)(9 * c->C);
     s->scratch = (ztile > wout ? ztile : wout) + 8 * sizeof(float); /* + the poison lanes */
-    return nconv__ws_round(s->x) + nconv__ws_round(s->dy) + nconv__ws_round(s->s) + nconv__ws_round(s->v) +
-           nconv__ws_round(s->z) + nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
+    return nconv__ws_round(s->x) + nconv__ws_round(s->dy) +
+           (size_t)b.sl * (nconv__ws_round(s->s) + nconv__ws_round(s->v) + nconv__ws_round(s->z)) +
+           nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
            (size_t)threads * nconv__ws_round(s->scratch);
 }
 
@@ -506,10 +520,11 @@ typedef struct bw_ctx {
     const nconv_kernels *k;
     const float *x, *dy, *zero;
     const int64_t *org_h, *org_w;
-    float *S, *V, *Z;
+    float *S[BW_SLICES], *V[BW_SLICES], *Z[BW_SLICES];
     const nconv_view *w;
-    int64_t o0, on, t0, nt; /* the chunk's output channels; the block's tiles */
-    int first;              /* the chunk's first block: S starts from zero */
+    int64_t o0, on;                         /* the chunk's output channels */
+    int64_t t0[BW_SLICES], nt[BW_SLICES];  /* each slice's block of tiles (nt 0: the slice is done) */
+    int first;                              /* the chunk's first blocks: S starts from zero */
     nconv_share *shares;    /* per thread: its tiles (transforms) or (kd, xi) units (GEMMs) */
     char *scratch;
     size_t scratch_stride;
@@ -534,17 +549,20 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     /* Lanes past the chunk's channels are never written by wino_dy: zero once. */
     if (bc->on < ob)
         for (int xi = 0; xi < XI; xi++) memset(zt + xi * ob + bc->on, 0, sizeof(float) * (size_t)(ob - bc->on));
-    for (int64_t tl; (tl = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
-        const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0 + tl);
+    for (int64_t it; (it = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
+        const int p = it >= bc->nt[0];
+        const int64_t tl = it - (p ? bc->nt[0] : 0);
+        float *Z = bc->Z[p], *V = bc->V[p];
+        const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
         bc->k->wino_dy(bc->on, (const float *const *)ysrc, zt, ob, poison);
         /* Packed here, while the tile's Z is in L1: a pass over Z per GEMM unit read it across
          * cores and cost 10-15% of a layer. */
         for (int xi = 0; xi < XI; xi++)
             for (int64_t ot = 0; ot < used; ot++)
-                memcpy(bc->Z + ((xi * otiles + ot) * T + tl) * MR, zt + xi * ob + ot * MR, sizeof(float) * MR);
+                memcpy(Z + ((xi * otiles + ot) * T + tl) * MR, zt + xi * ob + ot * MR, sizeof(float) * MR);
         for (int64_t kd = 0; kd < g->KD; kd++) {
-            float *v = bc->V + kd * XI * CP * T * NR + tl * NR;
+            float *v = V + kd * XI * CP * T * NR + tl * NR;
             if (!patch_of(c, g, bc->x, bc->zero, &ti, kd, patch)) {
                 for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
                 continue;
@@ -562,17 +580,18 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
 static void bw_gemm_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const bgeo *b = bc->b;
-    const int64_t T = b->T, nt = bc->nt, blocks = div_up(bc->on, MR), C = bc->c->C;
+    const int64_t T = b->T, blocks = div_up(bc->on, MR), C = bc->c->C, units = b->g.KD * XI;
     for (int64_t u; (u = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
-        const int64_t kd = u / XI, xi = u % XI;
-        const float *ap = bc->Z + xi * (b->ob / MR) * T * MR; /* [o-tile][tile][r] */
+        const int64_t p = u / units, kd = u % units / XI, xi = u % XI, nt = bc->nt[p];
+        if (nt == 0) continue;
+        const float *ap = bc->Z[p] + xi * (b->ob / MR) * T * MR; /* [o-tile][tile][r] */
         for (int64_t cp = 0; cp < b->CP; cp += 2) { /* two column panels per call, as the forward GEMMs */
-            const float *v = bc->V + ((kd * XI + xi) * b->CP + cp) * T * NR;
+            const float *v = bc->V[p] + ((kd * XI + xi) * b->CP + cp) * T * NR;
             const int64_t np = b->CP - cp < 2 ? 1 : 2, cl = cp + np - 1;
             const int64_t nc_last = C - cl * NR < NR ? C - cl * NR : NR;
             for (int64_t blk = 0; blk < blocks; blk++) {
                 const int64_t mr = bc->on - blk * MR < MR ? bc->on - blk * MR : MR;
-                float *s = bc->S + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;
+                float *s = bc->S[p] + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;
                 bc->k->gemm_np(mr, np, nc_last, nt, ap + blk * T * MR, v, T * NR, s, b->ldc, NULL,
                                bc->first ? 0 : NCONV_GEMM_ACCUMULATE);
             }
@@ -580,7 +599,7 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
     }
 }
 
-/* dw[o][c][kd] = G^T S[kd][.][o][c] G, into the caller's layout. */
+/* dw[o][c][kd] = G^T S[kd][.][o][c] G, into the caller's layout, S the slices' sum in slice order. */
 static void bw_out_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const bgeo *b = bc->b;
@@ -590,8 +609,8 @@ static void bw_out_task(void *arg, int tid, int nthreads) {
     int64_t u0, u1;
     nconv__split(bc->on * b->g.KD, tid, nthreads, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
-        const int64_t o = u / b->g.KD, kd = u % b->g.KD;
-        bc->k->wino_wgrad(C, bc->S + (kd * XI * b->ob + o) * b->ldc, b->ob * b->ldc, tmp, C);
+        const int64_t o = u / b->g.KD, kd = u % b->g.KD, row = (kd * XI * b->ob + o) * b->ldc, xs = b->ob * b->ldc;
+        bc->k->wino_wgrad(C, bc->S[0] + row, b->sl > 1 ? bc->S[1] + row : NULL, xs, tmp, C);
         const int64_t base = (bc->o0 + o) * w->stride[0] + kd * w->stride[2];
         for (int64_t t = 0; t < 9; t++) {
             const int64_t off = base + (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
@@ -612,26 +631,43 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     struct bw_sizes s;
     bw_sizes(c, threads, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.dy);
-    float *S = nconv__arena_take(e->ws, s.s), *V = nconv__arena_take(e->ws, s.v), *Z = nconv__arena_take(e->ws, s.z);
+    float *S[BW_SLICES] = {NULL}, *V[BW_SLICES] = {NULL}, *Z[BW_SLICES] = {NULL};
+    int got = 1;
+    for (int64_t p = 0; p < b.sl; p++) {
+        S[p] = nconv__arena_take(e->ws, s.s), V[p] = nconv__arena_take(e->ws, s.v);
+        Z[p] = nconv__arena_take(e->ws, s.z);
+        got &= S[p] && V[p] && Z[p];
+    }
     float *zero = nconv__arena_take(e->ws, s.zero);
     int64_t *org = nconv__arena_take(e->ws, s.org);
     nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
-    if (!xb || !yb || !S || !V || !Z || !zero || !org || !shares || !scratch)
+    if (!xb || !yb || !got || !zero || !org || !shares || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm winograd");
     memset(zero, 0, s.zero);
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
     bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
-                 org, org + b.g.nh, S, V, Z, e->w, 0, 0, 0, 0, 1, shares, scratch, nconv__ws_round(s.scratch)};
+                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, shares, scratch,
+                 nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
     for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
     for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {
         bc.on = c->O - bc.o0 < b.ob ? c->O - bc.o0 : b.ob;
-        if (b.blocks == 0) memset(S, 0, s.s); /* no pixels: dw is zero */
-        for (int64_t blk = 0; blk < b.blocks; blk++) {
-            bc.t0 = blk * b.T, bc.nt = b.g.tiles - bc.t0 < b.T ? b.g.tiles - bc.t0 : b.T, bc.first = blk == 0;
-            nconv__share_split(shares, bc.nt, width);
+        if (b.g.tiles == 0) memset(S[0], 0, s.s); /* no pixels: dw is zero */
+        /* Slices side by side when each can have a thread, else one after the other (a slice's
+         * S stays in cache); the sums are the same either way. */
+        const int64_t together = width >= b.sl ? b.sl : 1, rounds = b.sl / together;
+        for (int64_t r = 0; r < rounds * b.steps; r++) {
+            const int64_t p0 = r / b.steps * together, step = r % b.steps;
+            for (int64_t p = 0; p < BW_SLICES; p++) {
+                const int64_t last = (p + 1) * b.tps < b.g.tiles ? (p + 1) * b.tps : b.g.tiles;
+                const int64_t end = p >= p0 && p < p0 + together ? last : 0;
+                bc.t0[p] = p * b.tps + step * b.T;
+                bc.nt[p] = end - bc.t0[p] < 0 ? 0 : end - bc.t0[p] < b.T ? end - bc.t0[p] : b.T;
+            }
+            bc.first = step == 0;
+            nconv__share_split(shares, bc.nt[0] + bc.nt[1], width);
             nconv__parallel(e, bw_transform_task, &bc);
             int ok = 1;
             for (int i = 0; i < threads; i++)
@@ -640,7 +676,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
                 e->ws->used = mark;
                 return nconv_algo_igemm.run(e);
             }
-            nconv__share_split(shares, b.g.KD * XI, width);
+            nconv__share_split(shares, b.sl * b.g.KD * XI, width);
             nconv__parallel(e, bw_gemm_task, &bc);
         }
         nconv__parallel(e, bw_out_task, &bc);

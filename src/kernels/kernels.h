@@ -142,16 +142,17 @@ typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *
  * Backward-weights, dw = G^T (sum over tiles of (A dY A^T) * V) G:
  * dy:    dst[xi * xs + c] = (A dY A^T)[i][j] with dY[i][j] = src[4 * i + j][c] (a NULL src[..] is
  *        zeros), c < n; poison as for in.
- * wgrad: dst[(3 * kh + kw) * ds + c] = (G^T S G)[kh][kw] with S[i][j] = s[(6 * i + j) * xs + c], c < n.
+ * wgrad: dst[(3 * kh + kw) * ds + c] = (G^T S G)[kh][kw] with S[i][j] = s[(6 * i + j) * xs + c], c < n,
+ *        plus s2[(6 * i + j) * xs + c] (one float addition) when s2 is not NULL.
  */
 typedef void (*nconv_f32_wino_in_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 typedef void (*nconv_f32_wino_out_fn)(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
                                       int relu);
 typedef void (*nconv_f32_wino_w_fn)(const float *g, float *dst, int64_t xs);
 typedef void (*nconv_f32_wino_dy_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-typedef void (*nconv_f32_wino_wgrad_fn)(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
+typedef void (*nconv_f32_wino_wgrad_fn)(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_wino_dy__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
+void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_wino_in__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 void nconv_f32_wino_out__generic(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
                                  int relu);
@@ -213,7 +214,7 @@ void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int
 void nconv_f32_wino_out__avx2(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
 void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs);
 void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds);
+void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, const float *b,

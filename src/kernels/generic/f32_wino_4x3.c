@@ -103,10 +103,10 @@ static void wg6(const float *s, int64_t ss, float *g, int64_t gs) {
     g[2 * gs] = (c - a) / 6.0f + s[5 * ss];
 }
 
-void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds) {
+void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds) {
     for (int64_t c = 0; c < n; c++) {
         float a[36], t[18], w[9];
-        for (int i = 0; i < 36; i++) a[i] = s[i * xs + c];
+        for (int i = 0; i < 36; i++) a[i] = s2 ? s[i * xs + c] + s2[i * xs + c] : s[i * xs + c];
         for (int j = 0; j < 6; j++) wg6(a + j, 6, t + j, 6);  /* columns: t[3][6] */
         for (int i = 0; i < 3; i++) wg6(t + 6 * i, 1, w + 3 * i, 1); /* rows */
         for (int i = 0; i < 9; i++) dst[i * ds + c] = w[i];

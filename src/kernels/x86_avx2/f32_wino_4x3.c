@@ -149,9 +149,17 @@ static inline void wg6(const __m256 *s, int ss, __m256 *g, int gs) {
     g[2 * gs] = _mm256_fmadd_ps(sixth, _mm256_sub_ps(c, a), s[5 * ss]);
 }
 
-static inline void wgrad_step(const float *s, int64_t xs, int64_t c, __m256i mask, int full, float *dst, int64_t ds) {
+static inline __m256 wgrad_load(const float *s, int64_t i, __m256i mask, int full) {
+    return full ? _mm256_loadu_ps(s + i) : _mm256_maskload_ps(s + i, mask);
+}
+
+static inline void wgrad_step(const float *s, const float *s2, int64_t xs, int64_t c, __m256i mask, int full,
+                              float *dst, int64_t ds) {
     __m256 a[36], t[18], w[9];
-    for (int i = 0; i < 36; i++) a[i] = full ? _mm256_loadu_ps(s + i * xs + c) : _mm256_maskload_ps(s + i * xs + c, mask);
+    for (int i = 0; i < 36; i++) {
+        a[i] = wgrad_load(s, i * xs + c, mask, full);
+        if (s2) a[i] = _mm256_add_ps(a[i], wgrad_load(s2, i * xs + c, mask, full));
+    }
     for (int j = 0; j < 6; j++) wg6(a + j, 6, t + j, 6);
     for (int i = 0; i < 3; i++) wg6(t + 6 * i, 1, w + 3 * i, 1);
     for (int i = 0; i < 9; i++) {
@@ -160,9 +168,9 @@ static inline void wgrad_step(const float *s, int64_t xs, int64_t c, __m256i mas
     }
 }
 
-void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, int64_t xs, float *dst, int64_t ds) {
+void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds) {
     const __m256i all = _mm256_set1_epi32(-1);
     int64_t c = 0;
-    for (; c + 8 <= n; c += 8) wgrad_step(s, xs, c, all, 1, dst, ds);
-    if (c < n) wgrad_step(s, xs, c, nconv__avx2_mask(n - c), 0, dst, ds);
+    for (; c + 8 <= n; c += 8) wgrad_step(s, s2, xs, c, all, 1, dst, ds);
+    if (c < n) wgrad_step(s, s2, xs, c, nconv__avx2_mask(n - c), 0, dst, ds);
 }
