@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
                         else if (which == 1) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
                         else if (which == 2) k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
                         else if (which == 3)
-                            k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, w, 16, c2[0], 2 * NCONV_NR, NULL,
+                            k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, w, 16, c2[0], 2 * NCONV_NR, NULL,
                                        NCONV_GEMM_ACCUMULATE);
                         else if (which == 4) k->igemm_np(NCONV_MR, 2, NCONV_NR, kc, 1, rows, 0, NULL, w, 16, crow2, init2, 0);
                         else k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);

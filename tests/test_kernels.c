@@ -418,30 +418,35 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
 
 /* gemm_np against one gemm call per panel: the same bits, from zero, from
  * row initial values and accumulating, with relu, full and partial last
- * panels, kc even and odd. */
+ * panels, kc even and odd, A packed and as rows of LDA floats (the packed
+ * copy the per-panel calls read). */
 static void sweep_gemm_np(const nconv_kernels *k, uint64_t *rng) {
-    enum { KC = 21, NP = 5, BS = KC * 16 + 16, LD = NP * 16 + 3 };
-    float *a = malloc(sizeof(float) * KC * 6), *b = aligned_alloc(64, sizeof(float) * NP * BS);
+    enum { KC = 21, NP = 5, BS = KC * 16 + 16, LD = NP * 16 + 3, LDA = 29 };
+    float *a = malloc(sizeof(float) * KC * 6), *al = malloc(sizeof(float) * KC * LDA);
+    float *b = aligned_alloc(64, sizeof(float) * NP * BS);
     float *c1 = malloc(sizeof(float) * 6 * LD), *c2 = malloc(sizeof(float) * 6 * LD), rinit[6];
-    for (int64_t i = 0; i < KC * 6; i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < KC * 6; i++) a[i] = al[i / 6 * LDA + 3 + i % 6]; /* the six from column 3 on */
     for (int64_t i = 0; i < NP * BS; i++) b[i] = (float)test_uniform(rng);
     for (int r = 0; r < 6; r++) rinit[r] = (float)test_uniform(rng);
     for (int64_t kc = KC - 1; kc <= KC; kc++)
         for (int64_t mr = 1; mr <= 6; mr++)
             for (int64_t np = 1; np <= NP; np++)
                 for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                    for (int mode = 0; mode < 4; mode++) { /* 0 zero, 1 rinit, 2 accumulate, 3 rinit + relu */
-                        const int flags = (mode == 2 ? NCONV_GEMM_ACCUMULATE : 0) | (mode == 3 ? NCONV_GEMM_RELU : 0);
-                        const float *ri = mode == 1 || mode == 3 ? rinit : NULL;
+                    for (int mode = 0; mode < 8; mode++) { /* 0 zero, 1 rinit, 2 accumulate, 3 rinit + relu; +4 rows */
+                        const int flags =
+                            (mode % 4 == 2 ? NCONV_GEMM_ACCUMULATE : 0) | (mode % 4 == 3 ? NCONV_GEMM_RELU : 0);
+                        const float *ri = mode % 4 == 1 || mode % 4 == 3 ? rinit : NULL;
                         for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
-                        k->gemm_np(mr, np, nc_last, kc, a, b, BS, c1, LD, ri, flags);
+                        if (mode < 4) k->gemm_np(mr, np, nc_last, kc, a, 6, b, BS, c1, LD, ri, flags);
+                        else k->gemm_np(mr, np, nc_last, kc, al + 3, LDA, b, BS, c1, LD, ri, flags);
                         for (int64_t q = 0; q < np; q++)
                             k->gemm(mr, q + 1 < np ? 16 : nc_last, kc, a, b + q * BS, c2 + q * 16, LD, ri, flags);
                         CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
                               "%s gemm_np kc %lld mr %lld np %lld nc_last %lld mode %d: differs from per-panel calls",
                               k->name, (long long)kc, (long long)mr, (long long)np, (long long)nc_last, mode);
                     }
-    free(a), free(b), free(c1), free(c2);
+    free(a), free(al), free(b), free(c1), free(c2);
 }
 
 /* chsum: every lane the same bits as adding its rows in order (the layouts'

@@ -243,7 +243,7 @@ static void run_task(void *arg, int tid, int nthreads) {
                 for (int64_t p0 = q0; p0 < q1; p0 += 2 * NR) { /* two tiles per call: AVX-512 shares A's loads */
                     const int64_t np = q1 - p0 > NR ? 2 : 1, pl = p0 + (np - 1) * NR;
                     const int64_t nc_last = q1 - pl < NR ? q1 - pl : NR;
-                    pc->k->gemm_np(mr, np, nc_last, kc, a, bpack + (p0 - q0) / NR * kc * NR, kc * NR,
+                    pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack + (p0 - q0) / NR * kc * NR, kc * NR,
                                    o + t * MR * ldc + p0, ldc, rinit, flags);
                 }
             }
@@ -399,7 +399,7 @@ static void pbw_task(void *arg, int tid, int nthreads) {
                 const int64_t nc_last = Cg - ql * NR < NR ? Cg - ql * NR : NR;
                 for (int64_t t = t0; t < t1; t++) {
                     const int64_t mr = Og - t * MR < MR ? Og - t * MR : MR;
-                    k->gemm_np(mr, np, nc_last, kk, apack + (t - t0) * kc * MR, bpack + (q - q0) * kc * NR, kc * NR,
+                    k->gemm_np(mr, np, nc_last, kk, apack + (t - t0) * kc * MR, MR, bpack + (q - q0) * kc * NR, kc * NR,
                                acc + t * MR * Cg + q * NR, Cg, NULL, NCONV_GEMM_ACCUMULATE);
                 }
             }

@@ -506,8 +506,7 @@ static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
     s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
     s->shares = sizeof(nconv_share) * (size_t)threads;
-    const size_t ztile = sizeof(float) * (size_t)(XI * b.ob), wout = sizeof(float) * (size_t)(9 * c->C);
-    s->scratch = (ztile > wout ? ztile : wout) + 8 * sizeof(float); /* + the poison lanes */
+    s->scratch = sizeof(float) * (size_t)(9 * c->C + 8); /* dw's transform of a row, then the poison lanes */
     return nconv__ws_round(s->x) + nconv__ws_round(s->dy) +
            (size_t)b.sl * (nconv__ws_round(s->s) + nconv__ws_round(s->v) + nconv__ws_round(s->z)) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
@@ -534,33 +533,24 @@ static float *bw_poison(const bw_ctx *bc, int tid) {
     return (float *)(bc->scratch + (size_t)tid * bc->scratch_stride + bc->scratch_stride) - 8;
 }
 
-/* The block's transforms: Z[xi][o-tile][tile][r] for the chunk, packed as the GEMMs read it
- * (rows of MR output channels, zero past the chunk's), and V[kd][xi][panel][tile][NR] (zeros
- * for a depth tap in padding). */
+/* The block's transforms: Z[xi][tile][o] for the chunk (the GEMMs read it in place, lda ob),
+ * and V[kd][xi][panel][tile][NR] (zeros for a depth tap in padding). */
 static void bw_transform_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const nconv_core *c = bc->c;
     const wgeo *g = &bc->b->g;
-    const int64_t T = bc->b->T, CP = bc->b->CP, ob = bc->b->ob, otiles = ob / MR, used = div_up(bc->on, MR);
+    const int64_t T = bc->b->T, CP = bc->b->CP, ob = bc->b->ob;
     float *poison = bw_poison(bc, tid);
-    float *zt = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride); /* [XI][ob]: one tile's Z */
     const float *patch[XI], *pp[XI];
     float *ysrc[16];
-    /* Lanes past the chunk's channels are never written by wino_dy: zero once. */
-    if (bc->on < ob)
-        for (int xi = 0; xi < XI; xi++) memset(zt + xi * ob + bc->on, 0, sizeof(float) * (size_t)(ob - bc->on));
     for (int64_t it; (it = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int p = it >= bc->nt[0];
         const int64_t tl = it - (p ? bc->nt[0] : 0);
         float *Z = bc->Z[p], *V = bc->V[p];
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
-        bc->k->wino_dy(bc->on, (const float *const *)ysrc, zt, ob, poison);
-        /* Packed here, while the tile's Z is in L1: a pass over Z per GEMM unit read it across
-         * cores and cost 10-15% of a layer. */
-        for (int xi = 0; xi < XI; xi++)
-            for (int64_t ot = 0; ot < used; ot++)
-                memcpy(Z + ((xi * otiles + ot) * T + tl) * MR, zt + xi * ob + ot * MR, sizeof(float) * MR);
+        /* Whole rows of ob floats: a copy into MR-row tiles took 15% of a layer (partial lines). */
+        bc->k->wino_dy(bc->on, (const float *const *)ysrc, Z + tl * ob, T * ob, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = V + kd * XI * CP * T * NR + tl * NR;
             if (!patch_of(c, g, bc->x, bc->zero, &ti, kd, patch)) {
@@ -584,7 +574,7 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
     for (int64_t u; (u = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int64_t p = u / units, kd = u % units / XI, xi = u % XI, nt = bc->nt[p];
         if (nt == 0) continue;
-        const float *ap = bc->Z[p] + xi * (b->ob / MR) * T * MR; /* [o-tile][tile][r] */
+        const float *ap = bc->Z[p] + xi * T * b->ob; /* [tile][o] */
         for (int64_t cp = 0; cp < b->CP; cp += 2) { /* two column panels per call, as the forward GEMMs */
             const float *v = bc->V[p] + ((kd * XI + xi) * b->CP + cp) * T * NR;
             const int64_t np = b->CP - cp < 2 ? 1 : 2, cl = cp + np - 1;
@@ -592,7 +582,7 @@ static void bw_gemm_task(void *arg, int tid, int nthreads) {
             for (int64_t blk = 0; blk < blocks; blk++) {
                 const int64_t mr = bc->on - blk * MR < MR ? bc->on - blk * MR : MR;
                 float *s = bc->S[p] + ((kd * XI + xi) * b->ob + blk * MR) * b->ldc + cp * NR;
-                bc->k->gemm_np(mr, np, nc_last, nt, ap + blk * T * MR, v, T * NR, s, b->ldc, NULL,
+                bc->k->gemm_np(mr, np, nc_last, nt, ap + blk * MR, b->ob, v, T * NR, s, b->ldc, NULL,
                                bc->first ? 0 : NCONV_GEMM_ACCUMULATE);
             }
         }
@@ -655,6 +645,11 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {
         bc.on = c->O - bc.o0 < b.ob ? c->O - bc.o0 : b.ob;
         if (b.g.tiles == 0) memset(S[0], 0, s.s); /* no pixels: dw is zero */
+        /* Z's lanes past the chunk's channels, which the GEMMs' last MR rows read (and never
+         * store) and wino_dy never writes: zeros, not the workspace's old bits. */
+        for (int64_t p = 0; p < b.sl && bc.on < b.ob; p++)
+            for (int64_t r = 0; r < XI * b.T; r++)
+                memset(Z[p] + r * b.ob + bc.on, 0, sizeof(float) * (size_t)(b.ob - bc.on));
         /* Slices side by side when each can have a thread, else one after the other (a slice's
          * S stays in cache); the sums are the same either way. */
         const int64_t together = width >= b.sl ? b.sl : 1, rounds = b.sl / together;

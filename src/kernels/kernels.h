@@ -87,8 +87,9 @@ typedef void (*nconv_f32_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const floa
                                   int64_t ldc, const float *rinit, int flags);
 /* np column panels in one call, as np calls of the kernel above (the same
  * sums, bit for bit): panel q reads b + q * bs and writes c + q * 16 + j,
- * j < 16, or j < nc_last in the last panel. */
-typedef void (*nconv_f32_gemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+ * j < 16, or j < nc_last in the last panel. A is read as a[k * lda + r]
+ * (lda 6: packed; larger: rows of a matrix whose k-th row holds the six). */
+typedef void (*nconv_f32_gemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 
 /* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
@@ -185,7 +186,7 @@ void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, i
                                       int64_t ws, float *const *c, const float *init, int flags);
 void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
                                      int flags);
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -217,8 +218,8 @@ void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int
 void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, const float *b,
-                                  int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
+                                  const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
@@ -249,7 +250,8 @@ void nconv_f32_igemm_6x16_planes__avx512(int64_t np, int64_t nc_last, int64_t kc
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags);
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                    const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+                                    int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
+                                    int flags);
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,

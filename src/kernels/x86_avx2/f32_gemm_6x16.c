@@ -8,8 +8,9 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
-                               int64_t ldc, const float *rinit, int flags) {
+/* A read as a[k * lda + r]. */
+static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                            int64_t ldc, const float *rinit, int flags) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
     if (flags & NCONV_GEMM_ACCUMULATE) {
@@ -34,7 +35,7 @@ void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *
         c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
     }
 #pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {
+    for (int64_t k = 0; k < kc; k++, a += lda, b += 16) {
         const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         __m256 v = _mm256_broadcast_ss(a);
         c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);
@@ -73,8 +74,13 @@ void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *
     }
 }
 
-void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
+void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                               int64_t ldc, const float *rinit, int flags) {
+    gemm_lda(mr, nc, kc, a, 6, b, c, ldc, rinit, flags);
+}
+
+void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
+                                  const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
     for (int64_t q = 0; q < np; q++)
-        nconv_f32_gemm_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b + q * bs, c + q * 16, ldc, rinit, flags);
+        gemm_lda(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b + q * bs, c + q * 16, ldc, rinit, flags);
 }

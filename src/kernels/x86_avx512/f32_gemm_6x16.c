@@ -7,8 +7,9 @@
 #include "../kernels.h"
 #include "avx512_util.h"
 
-void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
-                                 int64_t ldc, const float *rinit, int flags) {
+/* A read as a[k * lda + r]. */
+static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                            int64_t ldc, const float *rinit, int flags) {
     const __mmask16 m = nconv__avx512_mask(nc);
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
     __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
@@ -19,10 +20,10 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
         for (int64_t r = 0; r < mr; r++) __builtin_prefetch(c + r * ldc, 1, 3);
     int64_t k = 0;
 #pragma GCC unroll 2
-    for (; k + 1 < kc; k += 2, a += 12, b += 32) {
+    for (; k + 1 < kc; k += 2, a += 2 * lda, b += 32) {
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
         NCONV_AVX512_FMA6(e, b0, a);
-        NCONV_AVX512_FMA6(o, b1, a + 6);
+        NCONV_AVX512_FMA6(o, b1, a + lda);
     }
     if (k < kc) {
         const __m512 b0 = _mm512_loadu_ps(b);
@@ -62,10 +63,15 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
     if (mr > 5) _mm512_mask_storeu_ps(c + 5 * ldc, m, e5);
 }
 
+void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+                                 int64_t ldc, const float *rinit, int flags) {
+    gemm_lda(mr, nc, kc, a, 6, b, c, ldc, rinit, flags);
+}
+
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
  * same sums per panel as the kernel above, bit for bit. */
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                    const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
+                                    int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
                                     int flags) {
     int64_t q = 0;
     for (; q + 1 < np; q += 2) {
@@ -82,11 +88,11 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
                 __builtin_prefetch(cq + r * ldc + 16, 1, 3);
             }
         int64_t k = 0;
-        for (; k + 1 < kc; k += 2, ak += 12, bq += 32, br += 32) {
+        for (; k + 1 < kc; k += 2, ak += 2 * lda, bq += 32, br += 32) {
             const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
             const __m512 bq1 = _mm512_loadu_ps(bq + 16), br1 = _mm512_loadu_ps(br + 16);
             NCONV_AVX512_FMA12(e, f, bq0, br0, ak);
-            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + 6);
+            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + lda);
         }
         if (k < kc) {
             const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
@@ -135,5 +141,5 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
         if (mr > 4) _mm512_storeu_ps(cq + 4 * ldc, e4), _mm512_mask_storeu_ps(cq + 4 * ldc + 16, m, f4);
         if (mr > 5) _mm512_storeu_ps(cq + 5 * ldc, e5), _mm512_mask_storeu_ps(cq + 5 * ldc + 16, m, f5);
     }
-    if (q < np) nconv_f32_gemm_6x16__avx512(mr, nc_last, kc, a, b + q * bs, c + q * 16, ldc, rinit, flags);
+    if (q < np) gemm_lda(mr, nc_last, kc, a, lda, b + q * bs, c + q * 16, ldc, rinit, flags);
 }
