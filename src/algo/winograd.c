@@ -548,6 +548,15 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
         const int64_t tl = it - (p ? bc->nt[0] : 0);
         float *Z = bc->Z[p], *V = bc->V[p];
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
+        /* The next tile's patch is requested now: its loads stalled the input transform (three
+         * quarters of its samples; res2a_3x3 at 1 thread 4.3-4.6 -> 3.9-4.1 ms). */
+        if (tl + 1 < bc->nt[p]) {
+            const tile tn = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl + 1);
+            if (patch_of(c, g, bc->x, bc->zero, &tn, 0, pp))
+                for (int i = 0; i < XI; i++)
+                    if (pp[i] != bc->zero)
+                        for (int64_t ch = 0; ch < c->C; ch += 16) __builtin_prefetch(pp[i] + ch);
+        }
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
         /* Whole rows of ob floats: a copy into MR-row tiles took 15% of a layer (partial lines). */
         bc->k->wino_dy(bc->on, (const float *const *)ysrc, Z + tl * ob, T * ob, poison);
