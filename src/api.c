@@ -46,12 +46,14 @@ typedef struct operands {
     nconv_core c;
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
     int64_t out[NCONV_MAX_SPATIAL];
+    int relu; /* the epilogue's activation */
 } operands;
 
 static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, operands *o) {
     nconv_status st = nconv_problem_shapes(p, o->xs, o->ws, o->ys);
     if (st) return st;
     o->p = *p;
+    o->relu = epi && epi->activation == NCONV_ACT_RELU;
     nconv_problem_output_size(p, o->out);
     nconv__core_from_problem(p, &o->c);
     if (epi && (unsigned)epi->activation > NCONV_ACT_RELU)
@@ -121,7 +123,8 @@ static size_t forward_ws(nconv_context *ctx, const operands *o) {
 static size_t backward_ws(nconv_context *ctx, const operands *o) {
     size_t a = algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D);
     size_t b = algo_workspace(ctx, &o->c, NCONV_DIR_BWD_W);
-    size_t g = nconv__ws_round(sizeof(double) * (size_t)prod(o->ys, o->p.ndims + 2));
+    const size_t ny = (size_t)prod(o->ys, o->p.ndims + 2);
+    const size_t g = o->relu ? nconv__ws_round(nconv_dtype_size(o->p.dtype) * ny) : 0; /* dpre, only with relu */
     size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
     /* db's lanes stay from dw's run to db's sums */
     const size_t lanes = nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);

@@ -181,10 +181,24 @@ static void test_api_misuse(void) {
     CHECK(nconv_backward(NULL, &p, NULL, &tx, &tw, &ty, &tdy, &tdx, &tdw, &tdb, NULL, ws, need) == NCONV_OK, "%s",
           nconv_last_error());
     CHECK(db[0] == 9.0f && db[2] == 9.0f, "db = %g", db[0]);
+    /* relu's backward needs dy masked by y's sign (27 floats): the query with relu says so, the
+     * call gets its workspace, and without that room it fails before writing. */
+    nconv_epilogue relu = {NCONV_ACT_RELU, 1.0};
+    size_t need_relu = 0;
+    CHECK(nconv_workspace_size(NULL, &p, NCONV_OP_BACKWARD, &relu, &need_relu) == NCONV_OK &&
+              need_relu >= need + 27 * sizeof(float),
+          "backward query with relu: %zu, without: %zu", need_relu, need);
+    for (int i = 0; i < 3; i++) db[i] = -7.0f;
+    if (need_relu > need)
+        CHECK_ERROR(nconv_backward(NULL, &p, &relu, &tx, &tw, &ty, &tdy, &tdx, &tdw, &tdb, NULL, ws, need),
+                    NCONV_OUT_OF_MEMORY, "this call needs");
+    CHECK(db[0] == -7.0f, "a call short of workspace wrote db");
+    ws = realloc(ws, need_relu);
+    CHECK(nconv_backward(NULL, &p, &relu, &tx, &tw, &ty, &tdy, &tdx, &tdw, &tdb, NULL, ws, need_relu) == NCONV_OK,
+          "%s", nconv_last_error());
     free(ws);
     CHECK_ERROR(nconv_backward(NULL, &p, NULL, NULL, &tw, NULL, &tdy, NULL, &tdw, NULL, NULL, NULL, 0),
                 NCONV_INVALID_ARGUMENT, "x is NULL but required");
-    nconv_epilogue relu = {NCONV_ACT_RELU, 1.0};
     CHECK_ERROR(nconv_backward(NULL, &p, &relu, &tx, &tw, NULL, &tdy, &tdx, NULL, NULL, NULL, NULL, 0),
                 NCONV_INVALID_ARGUMENT, "y is NULL but required");
     CHECK(nconv_backward(NULL, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0) == NCONV_OK,
