@@ -607,7 +607,7 @@ static void test_planes(void) {
         {3, 8, 20, 4, 5, 1, 1, 0, 1, 0, 0},   {2, 40, 64, 1, 10, 1, 1, 0, 1, 1, 0}, {1, 6, 13, 1, 77, 1, 1, 0, 1, 1, 0},
         {2, 600, 9, 3, 8, 1, 1, 0, 1, 0, 0},  {2, 3, 32, 1, 29, 7, 2, 3, 1, 0, 0},  {1, 1, 40, 1, 500, 10, 5, 0, 1, 0, 0},
         {1, 2, 34, 2, 300, 5, 3, 4, 2, 0, 1}, {2, 2, 16, 1, 20, 3, 1, 1, 1, 0, 2},  {2, 4, 48, 1, 21, 3, 2, 2, 2, 0, 3},
-        {3, 2, 20, 1, 7, 3, 1, 1, 1, 0, 0}};
+        {3, 2, 20, 1, 7, 3, 1, 1, 1, 0, 0},   {2, 24, 20, 2, 40, 1, 1, 0, 1, 0, 0}}; /* last: bwd_w in 6 pixel chunks */
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         nconv_problem p;

@@ -60,6 +60,7 @@ static int is_1x1(const nconv_core *c) {
 static size_t scratch_bytes(int64_t red) { return sizeof(float) * B_FLOATS + sizeof(float *) * (size_t)red; }
 
 static int64_t bw_block(const nconv_core *c);
+static int64_t bw_chunks(const nconv_core *c);
 
 int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
     if (c->dt != NCONV_F32 || nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
@@ -77,9 +78,12 @@ int nconv__planes_applies(const nconv_exec *e) {
 static size_t bw_scratch_bytes(const nconv_core *c);
 
 size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    if (dir == NCONV_DIR_BWD_W)
-        return nconv__ws_round(sizeof(float) * (size_t)(c->O * (c->C / c->G))) +
+    if (dir == NCONV_DIR_BWD_W) {
+        const int64_t chunks = bw_chunks(c);
+        return nconv__ws_round(sizeof(float) * (size_t)(chunks * c->O * (c->C / c->G))) +
+               nconv__ws_round(sizeof(double) * (size_t)((chunks - 1) * 4 * c->O)) +
                (size_t)threads * nconv__ws_round(bw_scratch_bytes(c));
+    }
     int64_t rows, red;
     dims(c, dir, &rows, &red);
     const size_t apack = sizeof(float) * (size_t)(c->G * div_up(rows, MR) * MR * red);
@@ -297,14 +301,19 @@ nconv_status nconv__planes_run(const nconv_exec *e) {
  * tile rows are output channels (A = dy^T), columns input channels
  * (B = x^T), the reduction runs over pixels in blocks of one image, and
  * both operands are transposed from their planes block by block (no NHWC
- * copies of x and dy, which cost more than this GEMM). Threads own row
- * tiles (when O >= C) or pairs of column panels, and each packs the other
- * side whole: the smaller one. Every dw element adds its blocks in (n, p)
- * order, so the sums do not depend on the thread count. db's lanes, when
- * wanted, come from the transposed dy rows (lane: the pixel's index mod 4
- * in its image segment of a block).
+ * copies of x and dy, which cost more than this GEMM). Small weights
+ * (at most 64 Ki floats) split the pixels into chunks, each with its own
+ * sums, added in chunk order afterwards; threads take whole chunks. Else
+ * threads own row tiles (when O >= C) or pairs of column panels, and each
+ * packs the other side whole: the smaller one (with small weights each
+ * thread transposed all of x and dy: res2a_1x1 ran 1.5x faster on two
+ * threads than on one). Every dw element adds its blocks in (n, p) order
+ * within a chunk, the chunks in order; chunks depend on the problem alone,
+ * so the sums do not depend on the thread count. db's lanes, when wanted,
+ * come from the transposed dy rows (lane: the pixel's index mod 4 in its
+ * image segment of a block), per chunk, added like the sums.
  */
-enum { BW_KC = 256, BW_BAND = 24, BW_SCRATCH = 4 << 20 };
+enum { BW_KC = 256, BW_BAND = 24, BW_SCRATCH = 4 << 20, BW_MAX_CHUNKS = 8 };
 
 /* Pixels per block: a multiple of 4 whose per-thread packing fits BW_SCRATCH (0: none does). */
 static int64_t bw_block(const nconv_core *c) {
@@ -316,6 +325,19 @@ static int64_t bw_block(const nconv_core *c) {
     return kc >= 16 ? kc : 0;
 }
 
+/* Pixel chunks with sums of their own (1: none), as igemm's NHWC bwd_w chooses them but at
+ * most BW_MAX_CHUNKS: each chunk costs a pass over its sums, and more chunks than threads gain
+ * nothing (8 against 64: 1-7% faster at 1 and at 2 threads on res2a_1x1 - res3b_reduce). */
+static int64_t bw_chunks(const nconv_core *c) {
+    const int64_t dwf = c->O * (c->C / c->G), M = c->N * nconv__core_out_spatial(c), kc = bw_block(c);
+    if (dwf > (64 << 10) || kc == 0) return 1;
+    int64_t n = M / (2 * kc);
+    const int64_t cap = (4 << 20) / ((int64_t)sizeof(float) * dwf);
+    if (n > cap) n = cap;
+    if (n > BW_MAX_CHUNKS) n = BW_MAX_CHUNKS;
+    return n > 1 ? n : 1;
+}
+
 /* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
 static size_t bw_scratch_bytes(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
@@ -325,41 +347,34 @@ static size_t bw_scratch_bytes(const nconv_core *c) {
 typedef struct pbw_ctx {
     const nconv_exec *e;
     const nconv_kernels *k;
-    int64_t Og, Cg, P, kc, otiles, cpanels;
-    int split_rows; /* threads own row tiles (else pairs of column panels) */
-    float *acc;     /* [G][Og][Cg] */
-    double *lanes;  /* db's lanes, or NULL */
+    int64_t Og, Cg, P, kc, otiles, cpanels, chunks;
+    int split_rows;     /* one chunk: threads own row tiles (else pairs of column panels) */
+    float *acc;         /* per chunk: [G][Og][Cg] */
+    double *lanes;      /* db's lanes (of chunk 0), or NULL */
+    double *lanes_more; /* db's lanes of chunks 1.. (4 * O doubles each) */
     char *scratch;
     size_t stride;
 } pbw_ctx;
 
-static void pbw_task(void *arg, int tid, int nthreads) {
-    const pbw_ctx *b = arg;
+/* Row tiles [t0, t1) and column panels [q0, q1) over pixels [m_lo, m_hi) into acc (zeroed
+ * first) and, when not NULL, lanes (zeroed by the caller). */
+static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, int64_t q0, int64_t q1, int64_t m_lo,
+                      int64_t m_hi, float *acc_all, double *lanes) {
     const nconv_core *c = b->e->c;
     const nconv_view *x = b->e->x, *y = b->e->y;
     const nconv_kernels *k = b->k;
     const int64_t Og = b->Og, Cg = b->Cg, kc = b->kc;
-    float *apack = (float *)(b->scratch + (size_t)tid * b->stride); /* [otiles][kc][MR] */
-    float *bpack = apack + b->otiles * kc * MR;                     /* [cpanels][kc][NR] */
-    float *band = bpack + b->cpanels * kc * NR;                     /* [kc][BW_BAND] */
-    int64_t t0 = 0, t1 = b->otiles, q0 = 0, q1 = b->cpanels;
-    if (b->split_rows) {
-        nconv__split(b->otiles, tid, nthreads, &t0, &t1);
-    } else {
-        nconv__split(div_up(b->cpanels, 2), tid, nthreads, &q0, &q1);
-        q0 *= 2, q1 = 2 * q1 < b->cpanels ? 2 * q1 : b->cpanels;
-    }
-    if (t0 >= t1 || q0 >= q1) return;
+    float *apack = (float *)scratch;             /* [otiles][kc][MR] */
+    float *bpack = apack + b->otiles * kc * MR;  /* [cpanels][kc][NR] */
+    float *band = bpack + b->cpanels * kc * NR;  /* [kc][BW_BAND] */
     const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
-    /* db's lanes: each output channel's by one thread (the rows' owner, or the first column range) */
-    double *lanes = b->lanes && (b->split_rows || q0 == 0) ? b->lanes : NULL;
     for (int64_t g = 0; g < c->G; g++) {
-        float *acc = b->acc + g * Og * Cg;
+        float *acc = acc_all + g * Og * Cg;
         for (int64_t o = o0; o < o1; o++) memset(acc + o * Cg + c0, 0, sizeof(float) * (size_t)(c1 - c0));
         /* Blocks of kc pixels over all images (small planes would make short reductions), each
          * transposed in segments of one image. */
-        for (int64_t m0 = 0; m0 < c->N * b->P; m0 += kc) {
-            const int64_t kk = c->N * b->P - m0 < kc ? c->N * b->P - m0 : kc;
+        for (int64_t m0 = m_lo; m0 < m_hi; m0 += kc) {
+            const int64_t kk = m_hi - m0 < kc ? m_hi - m0 : kc;
             for (int64_t i0 = 0; i0 < kk;) {
                 const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P;
                 const int64_t len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
@@ -407,6 +422,54 @@ static void pbw_task(void *arg, int tid, int nthreads) {
     }
 }
 
+static double *pbw_lanes(const pbw_ctx *b, int64_t ch) {
+    if (!b->lanes) return NULL;
+    return ch == 0 ? b->lanes : b->lanes_more + (ch - 1) * 4 * b->e->c->O;
+}
+
+static void pbw_task(void *arg, int tid, int nthreads) {
+    const pbw_ctx *b = arg;
+    char *scratch = b->scratch + (size_t)tid * b->stride;
+    const int64_t M = b->e->c->N * b->P;
+    if (b->chunks > 1) {
+        int64_t ch0, ch1;
+        nconv__split(b->chunks, tid, nthreads, &ch0, &ch1);
+        for (int64_t ch = ch0; ch < ch1; ch++) {
+            int64_t m0, m1;
+            nconv__split(M, (int)ch, (int)b->chunks, &m0, &m1);
+            double *lanes = pbw_lanes(b, ch);
+            for (int64_t i = 0; lanes && i < 4 * b->e->c->O; i++) lanes[i] = 0;
+            pbw_range(b, scratch, 0, b->otiles, 0, b->cpanels, m0, m1,
+                      b->acc + ch * b->e->c->O * b->Cg, lanes);
+        }
+        return;
+    }
+    int64_t t0 = 0, t1 = b->otiles, q0 = 0, q1 = b->cpanels;
+    if (b->split_rows) {
+        nconv__split(b->otiles, tid, nthreads, &t0, &t1);
+    } else {
+        nconv__split(div_up(b->cpanels, 2), tid, nthreads, &q0, &q1);
+        q0 *= 2, q1 = 2 * q1 < b->cpanels ? 2 * q1 : b->cpanels;
+    }
+    if (t0 >= t1 || q0 >= q1) return;
+    /* db's lanes: each output channel's by one thread (the rows' owner, or the first column range) */
+    pbw_range(b, scratch, t0, t1, q0, q1, 0, M, b->acc, b->lanes && (b->split_rows || q0 == 0) ? b->lanes : NULL);
+}
+
+/* Chunk 0's sums (and lanes) += those of chunks 1.., in chunk order; element ranges per thread. */
+static void pbw_sum_task(void *arg, int tid, int nthreads) {
+    const pbw_ctx *b = arg;
+    const int64_t n = b->e->c->O * b->Cg;
+    int64_t a, e;
+    nconv__split(n, tid, nthreads, &a, &e);
+    for (int64_t ch = 1; ch < b->chunks; ch++)
+        for (int64_t i = a; i < e; i++) b->acc[i] += b->acc[ch * n + i];
+    if (!b->lanes) return;
+    nconv__split(4 * b->e->c->O, tid, nthreads, &a, &e);
+    for (int64_t ch = 1; ch < b->chunks; ch++)
+        for (int64_t i = a; i < e; i++) b->lanes[i] += pbw_lanes(b, ch)[i];
+}
+
 /* dw (the caller's layout) from the sums, rows split across threads. */
 static void pbw_out_task(void *arg, int tid, int nthreads) {
     const pbw_ctx *b = arg;
@@ -426,17 +489,19 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     b.e = e;
     b.k = nconv__kernels();
     b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
-    b.otiles = div_up(b.Og, MR), b.cpanels = div_up(b.Cg, NR);
+    b.otiles = div_up(b.Og, MR), b.cpanels = div_up(b.Cg, NR), b.chunks = bw_chunks(c);
     b.split_rows = b.Og >= b.Cg;
     b.stride = nconv__ws_round(bw_scratch_bytes(c));
-    b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->O * b.Cg));
+    b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(b.chunks * c->O * b.Cg));
+    b.lanes_more = nconv__arena_take(e->ws, sizeof(double) * (size_t)((b.chunks - 1) * 4 * c->O));
     b.scratch = nconv__arena_take(e->ws, (size_t)e->threads * b.stride);
-    if (!b.acc || !b.scratch)
+    if (!b.acc || (b.chunks > 1 && !b.lanes_more) || !b.scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     b.lanes = e->db_lanes;
     if (b.lanes)
         for (int64_t i = 0; i < 4 * c->O; i++) b.lanes[i] = 0;
     nconv__parallel(e, pbw_task, &b);
+    if (b.chunks > 1) nconv__parallel(e, pbw_sum_task, &b);
     nconv__parallel(e, pbw_out_task, &b);
     if (b.lanes) *e->db_done = 1;
     return NCONV_OK;
