@@ -252,6 +252,7 @@ void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float
 void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                     int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
                                     int flags);
+void nconv_f32_transpose__avx512(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,

@@ -6,11 +6,11 @@
 
 static const nconv_kernels tables[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    /* AVX-512: its own 6 x 16 GEMM tiles, Winograd tile transforms and channel sums, every other kernel AVX2's */
+    /* AVX-512: its own 6 x 16 GEMM tiles, Winograd tile transforms, channel sums and transpose, the rest AVX2's */
     {NCONV_ISA_AVX512, "avx512",
      nconv_f32_igemm_6x16__avx512, nconv_f32_igemm_6x16_np__avx512, nconv_f32_igemm_6x16_planes__avx512,
      nconv_f32_gemm_ib_6x16__avx512, nconv_f32_gemm_ib_6x16_np__avx512, nconv_f32_gemm_6x16__avx512,
-     nconv_f32_gemm_6x16_np__avx512, nconv_f32_transpose__avx2, nconv_f32_chsum__avx512, nconv_f32_dwconv__avx2,
+     nconv_f32_gemm_6x16_np__avx512, nconv_f32_transpose__avx512, nconv_f32_chsum__avx512, nconv_f32_dwconv__avx2,
      nconv_f32_vmacc__avx2, nconv_f32_dwrow__avx2, nconv_f32_dwdot__avx2, nconv_f32_gbw__avx2, nconv_f32_gfwd__avx2,
      nconv_f32_wino_in__avx512, nconv_f32_wino_out__avx512, nconv_f32_wino_w__avx2, nconv_f32_wino_dy__avx512,
      nconv_f32_wino_wgrad__avx2},
