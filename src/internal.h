@@ -118,6 +118,9 @@ void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nco
 /* NHWC ("channels last") dense f32 copies: dst[n][spatial][c] of a rank-5
  * activation view, and back with the epilogue applied. */
 int nconv__view_is_nxc_f32(const nconv_view *v);
+/* An f32 rank-5 activation view whose spatial dims are one dense plane (NCHW-like; the batch and
+ * channel strides are free). */
+int nconv__view_is_planar_f32(const nconv_view *v);
 typedef struct nconv_exec nconv_exec;
 void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst);
 void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const float *src, const nconv_epi *epi);
@@ -189,6 +192,10 @@ void nconv__pool_resize(nconv_pool *p, int workers);
 void nconv__parallel_on(nconv_pool *pool, int threads, nconv_task_fn fn, void *arg);
 /* The share [begin, end) of n items for thread tid of nthreads. */
 void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end);
+/* Thread tid's share of adding backward-weights' pixel chunks 1.. into chunk 0, in chunk order:
+ * acc[i] += acc[ch * n + i], and (lanes not NULL) lanes[i] += lanes_more[(ch - 1) * nl + i]. */
+void nconv__add_chunks(int tid, int nthreads, float *acc, int64_t n, int64_t chunks, double *lanes,
+                       const double *lanes_more, int64_t nl);
 
 /* Shares of work with stealing: thread t claims the items of its share
  * [next, end) one at a time, then those left in the others' shares. Each

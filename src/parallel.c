@@ -184,6 +184,18 @@ void nconv__split(int64_t n, int tid, int nthreads, int64_t *begin, int64_t *end
     *end = *begin + q + (tid < r ? 1 : 0);
 }
 
+void nconv__add_chunks(int tid, int nthreads, float *acc, int64_t n, int64_t chunks, double *lanes,
+                       const double *lanes_more, int64_t nl) {
+    int64_t a, b;
+    nconv__split(n, tid, nthreads, &a, &b);
+    for (int64_t ch = 1; ch < chunks; ch++)
+        for (int64_t i = a; i < b; i++) acc[i] += acc[ch * n + i];
+    if (!lanes) return;
+    nconv__split(nl, tid, nthreads, &a, &b);
+    for (int64_t ch = 1; ch < chunks; ch++)
+        for (int64_t i = a; i < b; i++) lanes[i] += lanes_more[(ch - 1) * nl + i];
+}
+
 void nconv__share_split(nconv_share *shares, int64_t n, int nthreads) {
     for (int t = 0; t < nthreads; t++) {
         int64_t begin, end;

@@ -259,6 +259,12 @@ void *nconv__arena_take(nconv_arena *a, size_t bytes) {
 
 /* ---------------------------------------------------- NHWC f32 copies */
 
+int nconv__view_is_planar_f32(const nconv_view *v) {
+    return v->dt == NCONV_F32 && v->rank == 5 && (v->shape[4] == 1 || v->stride[4] == 1) &&
+           (v->shape[3] == 1 || v->stride[3] == v->shape[4]) &&
+           (v->shape[2] == 1 || v->stride[2] == v->shape[3] * v->shape[4]);
+}
+
 int nconv__view_is_nxc_f32(const nconv_view *v) {
     if (v->dt != NCONV_F32 || v->rank != 5) return 0;
     /* Innermost to outermost: C, W, H, D, N. */

@@ -975,18 +975,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
 /* acc (chunk 0) += chunk 1 + ... in chunk order, element ranges per thread; the db lanes alike. */
 static void chunk_sum_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
-    int64_t a, b;
-    nconv__split(bc->dwf, tid, nthreads, &a, &b);
-    for (int64_t ch = 1; ch < bc->g.bw_chunks; ch++) {
-        const float *src = bc->acc + ch * bc->dwf;
-        for (int64_t i = a; i < b; i++) bc->acc[i] += src[i];
-    }
-    if (!bc->lanes) return;
-    nconv__split(4 * bc->c->O, tid, nthreads, &a, &b);
-    for (int64_t ch = 1; ch < bc->g.bw_chunks; ch++) {
-        const double *src = chunk_lanes(bc, ch);
-        for (int64_t i = a; i < b; i++) bc->lanes[i] += src[i];
-    }
+    nconv__add_chunks(tid, nthreads, bc->acc, bc->dwf, bc->g.bw_chunks, bc->lanes, bc->lanes_more, 4 * bc->c->O);
 }
 
 /* dw[o][c][t] = acc[g][t][o][c] (or acc[g][t][c][o]); with the W fold,
@@ -1152,20 +1141,15 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
                        size_t scratch_stride, float *dst) {
     const nconv_core *c = e->c;
     const int64_t Q = g->KS * g->Cg, M = c->N * g->OS;
-    if (dyv) /* wq[tile][o][MR]: A tiles of w^T, column q = t * Cg + ci */
-        for (int64_t q0 = 0; q0 < Q; q0 += MR)
-            for (int64_t o = 0; o < g->Og; o++)
-                for (int64_t r = 0; r < MR; r++) {
-                    const int64_t q = q0 + r;
-                    wq[(q0 / MR * g->Og + o) * MR + r] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
-                }
-    else /* wq[panel][o][NR]: B panels */
-        for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++)
-            for (int64_t o = 0; o < g->Og; o++)
-                for (int64_t jj = 0; jj < NR; jj++) {
-                    const int64_t q = j0 + jj;
-                    wq[(p * g->Og + o) * NR + jj] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
-                }
+    /* wq[q0 / wd][o][wd]: column q = t * Cg + ci, in A tiles of w^T (wd = MR) for NCHW dy, else in
+     * B panels (wd = NR) */
+    const int64_t wd = dyv ? MR : NR;
+    for (int64_t q0 = 0; q0 < Q; q0 += wd)
+        for (int64_t o = 0; o < g->Og; o++)
+            for (int64_t r = 0; r < wd; r++) {
+                const int64_t q = q0 + r;
+                wq[(q0 / wd * g->Og + o) * wd + r] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
+            }
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
         const int64_t rows = M - m0 < g->col_rows ? M - m0 : g->col_rows;
@@ -1252,9 +1236,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
     /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in f32 NCHW planes where it is
      * (see bw_task, bwd_d_cols). */
     const nconv_view *yv = e->y;
-    const int dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && yv->dt == NCONV_F32 &&
-                          !nconv__view_is_nxc_f32(yv) && (c->out[2] == 1 || yv->stride[4] == 1) &&
-                          (c->out[1] == 1 || yv->stride[3] == c->out[2]) && (c->out[0] == 1 || yv->stride[2] == c->out[1] * c->out[2]);
+    const int dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && nconv__view_is_planar_f32(yv) &&
+                          !nconv__view_is_nxc_f32(yv);
     const float *y = dir != NCONV_DIR_FWD && !dy_planes ? nconv__nxc_input(e, e->y, yb) : NULL;
 
     if (dir == NCONV_DIR_BWD_W) {

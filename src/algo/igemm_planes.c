@@ -36,12 +36,6 @@ enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered 
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Spatial dims of a rank-5 activation view are one dense plane. */
-static int is_planar_f32(const nconv_view *v) {
-    return v->dt == NCONV_F32 && v->stride[4] == 1 && (v->shape[3] == 1 || v->stride[3] == v->shape[4]) &&
-           (v->shape[2] == 1 || v->stride[2] == v->shape[3] * v->shape[4]);
-}
-
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
 static void dims(const nconv_core *c, nconv_direction dir, int64_t *rows, int64_t *red) {
@@ -71,8 +65,8 @@ int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
 
 int nconv__planes_applies(const nconv_exec *e) {
     if (!nconv__planes_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
-    if (!is_planar_f32(e->x) || !is_planar_f32(e->y)) return 0;
-    return !e->epi || !e->epi->z || is_planar_f32(e->epi->z);
+    if (!nconv__view_is_planar_f32(e->x) || !nconv__view_is_planar_f32(e->y)) return 0;
+    return !e->epi || !e->epi->z || nconv__view_is_planar_f32(e->epi->z);
 }
 
 static size_t bw_scratch_bytes(const nconv_core *c);
@@ -438,7 +432,7 @@ static void pbw_task(void *arg, int tid, int nthreads) {
             int64_t m0, m1;
             nconv__split(M, (int)ch, (int)b->chunks, &m0, &m1);
             double *lanes = pbw_lanes(b, ch);
-            for (int64_t i = 0; lanes && i < 4 * b->e->c->O; i++) lanes[i] = 0;
+            for (int64_t i = 0; lanes && ch > 0 && i < 4 * b->e->c->O; i++) lanes[i] = 0; /* chunk 0's: zeroed */
             pbw_range(b, scratch, 0, b->otiles, 0, b->cpanels, m0, m1,
                       b->acc + ch * b->e->c->O * b->Cg, lanes);
         }
@@ -456,18 +450,9 @@ static void pbw_task(void *arg, int tid, int nthreads) {
     pbw_range(b, scratch, t0, t1, q0, q1, 0, M, b->acc, b->lanes && (b->split_rows || q0 == 0) ? b->lanes : NULL);
 }
 
-/* Chunk 0's sums (and lanes) += those of chunks 1.., in chunk order; element ranges per thread. */
 static void pbw_sum_task(void *arg, int tid, int nthreads) {
     const pbw_ctx *b = arg;
-    const int64_t n = b->e->c->O * b->Cg;
-    int64_t a, e;
-    nconv__split(n, tid, nthreads, &a, &e);
-    for (int64_t ch = 1; ch < b->chunks; ch++)
-        for (int64_t i = a; i < e; i++) b->acc[i] += b->acc[ch * n + i];
-    if (!b->lanes) return;
-    nconv__split(4 * b->e->c->O, tid, nthreads, &a, &e);
-    for (int64_t ch = 1; ch < b->chunks; ch++)
-        for (int64_t i = a; i < e; i++) b->lanes[i] += pbw_lanes(b, ch)[i];
+    nconv__add_chunks(tid, nthreads, b->acc, b->e->c->O * b->Cg, b->chunks, b->lanes, b->lanes_more, 4 * b->e->c->O);
 }
 
 /* dw (the caller's layout) from the sums, rows split across threads. */
