@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
                             k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, w, 16, c2[0], 2 * NCONV_NR, NULL,
                                        NCONV_GEMM_ACCUMULATE);
                         else if (which == 4) k->igemm_np(NCONV_MR, 2, NCONV_NR, kc, 1, rows, 0, NULL, w, 16, crow2, init2, 0);
-                        else k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
+                        else k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
                     }
                     double t = now() - t0;
                     if (t < best) best = t;

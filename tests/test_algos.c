@@ -727,16 +727,18 @@ static void test_grouped(void) {
  * threads take chunks, whose sums are added in chunk order): against the
  * reference, the same bits for 1, 2 and 3 threads, dw and db (whose lanes
  * come from dy^T's packing, or swapped, from dy's rows in place); 1x1, a
- * W-folded input layer (swapped tiles, dy from NCHW planes), grouped, and
- * more input than output channels (swapped from 2 threads on: the same bits). */
+ * W-folded input layer (swapped tiles, dy from NCHW planes; x^T read in place
+ * with a pixel stride of 6, 2 and 9 floats, blocks starting mid-row), grouped,
+ * and more input than output channels (swapped from 2 threads on: the same bits). */
 static void test_bw_chunks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 11;
     /* C, O, G, spatial size, kernel, stride, padding */
     const int64_t cases[][7] = {
-        {16, 24, 1, 48, 1, 1, 0}, {3, 20, 1, 70, 7, 2, 3}, {8, 12, 2, 40, 3, 1, 1}, {48, 20, 1, 40, 1, 1, 0}};
-    for (int i = 0; i < 4; i++)
+        {16, 24, 1, 48, 1, 1, 0}, {3, 20, 1, 70, 7, 2, 3}, {8, 12, 2, 40, 3, 1, 1}, {48, 20, 1, 40, 1, 1, 0},
+        {2, 20, 1, 45, 5, 1, 2}, {3, 12, 1, 61, 3, 3, 1}};
+    for (int i = 0; i < 6; i++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
             nconv_problem p;
             nconv_problem_init(&p, 2);

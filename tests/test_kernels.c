@@ -386,34 +386,44 @@ static void sweep_transpose(const nconv_kernels *k, uint64_t *rng) {
 }
 
 static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
-    enum { KC = 23, NP = 5, LD = NP * 16 + 3 };
-    float *a = malloc(sizeof(float) * KC * 6), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
+    enum { KC = 23, NP = 5, LD = NP * 16 + 3, LDA = 29 };
+    /* A as read: packed (lda 6), rows of LDA floats from column 3 on, and overlapping rows 3 floats apart
+     * (as backward-weights reads windows of a W-padded input); ap[l] holds each packed for gemm_ib. */
+    const int64_t ldas[3] = {6, LDA, 3};
+    float *al = malloc(sizeof(float) * KC * LDA), *ap[3], *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
     float *c1 = malloc(sizeof(float) * 6 * LD), *c2 = malloc(sizeof(float) * 6 * LD);
-    const float *rows[KC];
-    for (int64_t i = 0; i < KC * 6; i++) a[i] = (float)test_uniform(rng);
+    const float *rows[KC], *as[3] = {NULL, al + 3, al};
+    for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
+    for (int l = 0; l < 3; l++) {
+        ap[l] = malloc(sizeof(float) * KC * 6);
+        for (int64_t i = 0; i < KC * 6; i++) ap[l][i] = l == 0 ? (float)test_uniform(rng) : as[l][i / 6 * ldas[l] + i % 6];
+    }
+    as[0] = ap[0];
     for (int64_t i = 0; i < KC * NP * 16 * 2; i++) bm[i] = (float)test_uniform(rng);
     for (int64_t kc = KC - 1; kc <= KC; kc++)
         for (int packed = 0; packed < 2; packed++) {
             /* rows of NP * 16 + 5 floats read from column 5 on, or rows of 16 with panels KC * 16 apart */
             const int64_t boff = packed ? 0 : 5, bs = packed ? KC * 16 : 16;
             for (int64_t i = 0; i < KC; i++) rows[i] = bm + i * (packed ? 16 : NP * 16 + 5);
-            for (int64_t mr = 1; mr <= 6; mr++)
-                for (int64_t np = 1; np <= NP; np++)
-                    for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                        for (int acc = 0; acc < 2; acc++) {
-                            for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
-                            k->gemm_ib_np(mr, np, nc_last, kc, a, rows, boff, bs, c1, LD, acc);
-                            for (int64_t q = 0; q < np; q++)
-                                k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, a, rows, boff + q * bs, c2 + q * 16, LD,
-                                           acc);
-                            CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
-                                  "%s gemm_ib_np kc %lld packed %d mr %lld np %lld nc_last %lld acc %d: differs from "
-                                  "per-panel calls",
-                                  k->name, (long long)kc, packed, (long long)mr, (long long)np, (long long)nc_last,
-                                  acc);
-                        }
+            for (int l = 0; l < 3; l++)
+                for (int64_t mr = 1; mr <= 6; mr++)
+                    for (int64_t np = 1; np <= NP; np++)
+                        for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                            for (int acc = 0; acc < 2; acc++) {
+                                for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
+                                k->gemm_ib_np(mr, np, nc_last, kc, as[l], ldas[l], rows, boff, bs, c1, LD, acc);
+                                for (int64_t q = 0; q < np; q++)
+                                    k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, ap[l], rows, boff + q * bs,
+                                               c2 + q * 16, LD, acc);
+                                CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
+                                      "%s gemm_ib_np kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld acc %d: "
+                                      "differs from per-panel calls",
+                                      k->name, (long long)kc, packed, (long long)ldas[l], (long long)mr, (long long)np,
+                                      (long long)nc_last, acc);
+                            }
         }
-    free(a), free(bm), free(c1), free(c2);
+    for (int l = 0; l < 3; l++) free(ap[l]);
+    free(al), free(bm), free(c1), free(c2);
 }
 
 /* gemm_np against one gemm call per panel: the same bits, from zero, from

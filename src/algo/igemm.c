@@ -848,6 +848,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const nconv_padding_mode mode = c->mode;
                 const float *xg = bc->x + gi * c->N * in0 * in1 * row;
                 for (int64_t k = 0; k < kc; k++) {
+                    if (swap && k > 0 && pix[3 * KC + k] != 0) continue; /* read from row starts only, see below */
                     const int64_t i0 = nconv__map_index(pix[KC + k] * s0 + h0, in0, mode);
                     const int64_t i1 = nconv__map_index(pix[2 * KC + k] * s1 + h1, in1, mode);
                     xrows[k] = (i0 < 0 || i1 < 0) ? bc->zero
@@ -891,23 +892,21 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         }
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, pack ? brows : xrows,
+                        bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, MR, pack ? brows : xrows,
                                           pack ? 0 : j0, pack ? KC * NR : NR, acc + (gt * rows_n + r0) * cols_n + j0,
                                           cols_n, 1);
                     }
                 }
             } else {
-                /* x^T of the run's tiles: apack[ot][k][r] = x row of pixel p0 + k at column ot * MR + r. */
+                /* x^T of the run's tiles: apack[ot][k][r] = x row of pixel p0 + k at column ot * MR + r
+                 * (W-folded rows need none, see below). */
                 const int64_t o0 = u % bc->tiles, o1 = (run_end - 1) % bc->tiles + 1;
                 const int64_t full = rows_n / MR < o1 ? rows_n / MR : o1;
-                /* W-folded rows may be read past their end (the copy has MR floats of slack, the
-                 * zero row more): rows past rows_n are never stored by the kernel. */
-                const int64_t whole = g->wfold ? o1 : full;
-                for (int64_t k = 0; k < kc; k++) {
+                for (int64_t k = 0; k < kc && !g->wfold; k++) {
                     const float *src = xrows[k];
-                    for (int64_t o = o0; o < whole; o++)
+                    for (int64_t o = o0; o < full; o++)
                         memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
-                    if (whole < o1) {
+                    if (full < o1) {
                         float *d = apack + full * ts + k * MR;
                         for (int64_t r = 0; r < MR; r++) d[r] = full * MR + r < rows_n ? src[full * MR + r] : 0.0f;
                     }
@@ -936,11 +935,30 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     packed_g = gi;
                 }
                 const int64_t np = div_up(cols_n, NR), nc_last = cols_n - (np - 1) * NR;
-                for (int64_t v = u; v < run_end; v++) {
-                    const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                    bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, bc->dy_planes ? brows : dyrows,
-                                      bc->dy_planes ? 0 : gi * g->Og, bc->dy_planes ? KC * NR : NR,
-                                      acc + (gt * rows_n + r0) * cols_n, cols_n, 1);
+                const float *const *brow = bc->dy_planes ? brows : dyrows;
+                const int64_t boff = bc->dy_planes ? 0 : gi * g->Og, bs = bc->dy_planes ? KC * NR : NR;
+                /* W-folded, along an output row pixel k + 1's run starts s[2] * Cg floats after
+                 * pixel k's: tile o of x^T is the padded input itself from column o * MR on, read
+                 * with that stride (conv1's x^T copies were a fifth of its bwd_w). The kernel calls
+                 * go row by row; a row of padding (the zero row) adds nothing. Tiles read up to
+                 * MR - 1 floats past a run's end (the copy has MR floats of slack): rows past
+                 * rows_n, never stored. */
+                const int64_t lda = g->wfold ? c->s[2] * g->Cg : MR;
+                for (int64_t k = 0; k < kc;) {
+                    int64_t e = kc;
+                    if (g->wfold) {
+                        for (e = k + 1; e < kc && pix[3 * KC + e] != 0;) e++;
+                        if (e < kc && xrows[e] != bc->zero) { /* the next row's run, while this one computes */
+                            const int64_t n = (e - k < kc - e ? e - k : kc - e) * lda + rows_n;
+                            for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(xrows[e] + i);
+                        }
+                    }
+                    for (int64_t v = u; v < run_end && (!g->wfold || xrows[k] != bc->zero); v++) {
+                        const int64_t ot = v % bc->tiles, r0 = ot * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+                        bc->k->gemm_ib_np(mr, np, nc_last, e - k, g->wfold ? xrows[k] + r0 : apack + ot * ts, lda,
+                                          brow + k, boff, bs, acc + (gt * rows_n + r0) * cols_n, cols_n, 1);
+                    }
+                    k = e;
                 }
                 /* The block's dy rows, read in place by every unit, summed once for db while in cache
                  * after the group's first unit (a separate pass over dy took as long as this GEMM
@@ -1061,7 +1079,7 @@ static void planes_cols_task(void *arg, int tid, int nthreads) {
         }
         const int64_t np = div_up(len, NR), nc_last = len - (np - 1) * NR;
         for (int64_t q0 = 0; q0 < Q; q0 += MR)
-            cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, b, op, NR,
+            cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, MR, b, op, NR,
                               cc->col + q0 * cc->rows + i, cc->rows, 0);
         i += len;
     }

@@ -71,9 +71,11 @@ typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const f
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 /* np column panels in one call, as np calls of the kernel above (the same
  * sums, bit for bit): panel q reads columns boff + q * bs + j of the B rows
- * and writes c + q * 16 + j, j < 16, or j < nc_last in the last panel. */
+ * and writes c + q * 16 + j, j < 16, or j < nc_last in the last panel. A is
+ * read as a[k * lda + r] (lda 6: packed; otherwise rows of a matrix, which
+ * may overlap: lda < 6 is allowed). */
 typedef void (*nconv_f32_gemm_ib_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
+                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
                                         int accumulate);
 
 /*
@@ -192,8 +194,8 @@ void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, in
 void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                        const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                        int accumulate);
+                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                        int64_t ldc, int accumulate);
 #if defined(__x86_64__) || defined(_M_X64)
 void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                             const float *init, float *out, int relu);
@@ -223,8 +225,8 @@ void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                     const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                     int accumulate);
+                                     int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                     int64_t ldc, int accumulate);
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags);
@@ -256,8 +258,8 @@ void nconv_f32_transpose__avx512(int64_t rows, int64_t cols, const float *src, i
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate);
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                       const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                       int accumulate);
+                                       int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                       int64_t ldc, int accumulate);
 #endif
 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;

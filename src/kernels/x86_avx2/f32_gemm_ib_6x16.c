@@ -38,16 +38,16 @@ static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m25
         c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);            \
     } while (0)
 
-void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
-                                  int64_t boff, float *c, int64_t ldc, int accumulate) {
+static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
+               float *c, int64_t ldc, int accumulate) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
     if (nc == 16) {
 #pragma GCC unroll 4
-        for (int64_t k = 0; k < kc; k++, a += 6) NCONV_IB_STEP(_mm256_loadu_ps(bk), _mm256_loadu_ps(bk + 8));
+        for (int64_t k = 0; k < kc; k++, a += lda) NCONV_IB_STEP(_mm256_loadu_ps(bk), _mm256_loadu_ps(bk + 8));
     } else {
-        for (int64_t k = 0; k < kc; k++, a += 6) NCONV_IB_STEP(_mm256_maskload_ps(bk, m0), _mm256_maskload_ps(bk + 8, m1));
+        for (int64_t k = 0; k < kc; k++, a += lda) NCONV_IB_STEP(_mm256_maskload_ps(bk, m0), _mm256_maskload_ps(bk + 8, m1));
     }
     const int full = nc == 16;
     store_row(c, m0, m1, c00, c01, full, accumulate);
@@ -58,10 +58,14 @@ void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const floa
     if (mr > 5) store_row(c + 5 * ldc, m0, m1, c50, c51, full, accumulate);
 }
 
+void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                  int64_t boff, float *c, int64_t ldc, int accumulate) {
+    ib(mr, nc, kc, a, 6, b, boff, c, ldc, accumulate);
+}
+
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                   const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                   int accumulate) {
+                                     int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                     int64_t ldc, int accumulate) {
     for (int64_t q = 0; q < np; q++)
-        nconv_f32_gemm_ib_6x16__avx2(mr, q + 1 < np ? 16 : nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc,
-                                     accumulate);
+        ib(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, accumulate);
 }

@@ -11,10 +11,10 @@
 #define IB_KLOOP(LOAD)                                                                                    \
     do {                                                                                                  \
         int64_t k = 0;                                                                                    \
-        _Pragma("GCC unroll 2") for (; k + 1 < kc; k += 2, a += 12) {                                     \
+        _Pragma("GCC unroll 2") for (; k + 1 < kc; k += 2, a += 2 * lda) {                                \
             const __m512 b0 = LOAD(b[k] + boff), b1 = LOAD(b[k + 1] + boff);                              \
             NCONV_AVX512_FMA6(e, b0, a);                                                              \
-            NCONV_AVX512_FMA6(o, b1, a + 6);                                                          \
+            NCONV_AVX512_FMA6(o, b1, a + lda);                                                        \
         }                                                                                                 \
         if (k < kc) {                                                                                     \
             const __m512 b0 = LOAD(b[k] + boff);                                                          \
@@ -27,8 +27,8 @@ static inline void store_row(float *cr, __mmask16 m, __m512 v, int accumulate) {
     _mm512_mask_storeu_ps(cr, m, v);
 }
 
-void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
-                                    int64_t boff, float *c, int64_t ldc, int accumulate) {
+static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
+               float *c, int64_t ldc, int accumulate) {
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
     __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
     const __mmask16 m = nconv__avx512_mask(nc);
@@ -52,6 +52,11 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
     if (mr > 5) store_row(c + 5 * ldc, m, e5, accumulate);
 }
 
+void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+                                    int64_t boff, float *c, int64_t ldc, int accumulate) {
+    ib(mr, nc, kc, a, 6, b, boff, c, ldc, accumulate);
+}
+
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
  * same sums per panel as the kernel above, bit for bit. The pair's
  * reduction, the second panel's B read by LOAD2(p) (full or masked). */
@@ -59,12 +64,12 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
     do {                                                                                                  \
         const float *ak = a;                                                                              \
         int64_t k = 0;                                                                                    \
-        for (; k + 1 < kc; k += 2, ak += 12) {                                                            \
+        for (; k + 1 < kc; k += 2, ak += 2 * lda) {                                                       \
             const float *b0 = b[k] + off, *b1 = b[k + 1] + off;                                           \
             const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
             const __m512 bq1 = _mm512_loadu_ps(b1), br1 = LOAD2(b1 + bs);                                 \
             NCONV_AVX512_FMA12(e, f, bq0, br0, ak);                                                   \
-            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + 6);                                               \
+            NCONV_AVX512_FMA12(o, p, bq1, br1, ak + lda);                                             \
         }                                                                                                 \
         if (k < kc) {                                                                                     \
             const float *b0 = b[k] + off;                                                                 \
@@ -74,8 +79,8 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
     } while (0)
 
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                       const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                       int accumulate) {
+                                       int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                       int64_t ldc, int accumulate) {
     int64_t q = 0;
     for (; q + 1 < np; q += 2) {
         const int64_t off = boff + q * bs;
@@ -111,5 +116,5 @@ void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
         if (mr > 4) store_row(cq + 4 * ldc, 0xffff, e4, accumulate), store_row(cq + 4 * ldc + 16, m, f4, accumulate);
         if (mr > 5) store_row(cq + 5 * ldc, 0xffff, e5, accumulate), store_row(cq + 5 * ldc + 16, m, f5, accumulate);
     }
-    if (q < np) nconv_f32_gemm_ib_6x16__avx512(mr, nc_last, kc, a, b, boff + q * bs, c + q * 16, ldc, accumulate);
+    if (q < np) ib(mr, nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, accumulate);
 }
