@@ -80,6 +80,7 @@ typedef struct geo {
     int64_t bw_kc;     /* bwd_w: pixels per reduction block */
     int64_t bw_chunks; /* bwd_w: pixel chunks reduced separately, then summed in order (see bw_task) */
     int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
+    int64_t bw_dy_rows; /* bwd_w, not swapped: leading row tiles whose dy^T is read from dy's rows in place */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
@@ -146,6 +147,12 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
      * rows ran 1.4x slower swapped, res2b-res4b_reduce's 7-10% faster). Every product and sum is
      * the same either way (a * b = b * a, the same blocks and order): no bit depends on it. */
     if (threads > 1 && !g->wfold && width > g->Og && g->Og * (int64_t)sizeof(float) < 2048) g->bw_swap = 1;
+    /* Unswapped, A = dy^T could be read from dy's rows in place (lda O) but for the last partial
+     * tile, though at stride O floats each k is another line. Measured it paid only for 1x1
+     * (A not reused over taps) with rows of 256 B and x read in place too (see bw_range's pack):
+     * res2a_1x1 at 2 threads 1.0 -> 0.75 ms, at 1 thread the same; with C = 256 (res2b_reduce)
+     * 5-10% slower at 1 thread. The products and sums are those of the packed tiles. */
+    g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
      * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend
@@ -827,7 +834,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     if (k + 8 < kc)
                         for (int64_t o = t_lo * MR; o < t_hi * MR; o += 16)
                             __builtin_prefetch(dyrows[k + 8] + gi * g->Og + o);
-                    for (int64_t o = t_lo; o < full; o++)
+                    for (int64_t o = t_lo > g->bw_dy_rows ? t_lo : g->bw_dy_rows; o < full; o++)
                         memcpy(apack + o * ts + k * MR, src + o * MR, sizeof(float) * MR);
                     if (full < t_hi) {
                         float *d = apack + full * ts + k * MR;
@@ -892,7 +899,9 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         }
                     for (int64_t v = u; v < run_end; v++) {
                         const int64_t r0 = (v % bc->tiles) * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib_np(mr, np, nc_last, kc, apack + (v % bc->tiles) * ts, MR, pack ? brows : xrows,
+                        const int inplace = v % bc->tiles < g->bw_dy_rows;
+                        const float *a = inplace ? dyrows[0] + gi * g->Og + r0 : apack + (v % bc->tiles) * ts;
+                        bc->k->gemm_ib_np(mr, np, nc_last, kc, a, inplace ? c->O : MR, pack ? brows : xrows,
                                           pack ? 0 : j0, pack ? KC * NR : NR, acc + (gt * rows_n + r0) * cols_n + j0,
                                           cols_n, 1);
                     }
