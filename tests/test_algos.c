@@ -486,6 +486,50 @@ static void test_wide_channels(void) {
     nconv_context_destroy(ctx);
 }
 
+/* igemm's panel-major order (weights of 2 MiB and more, few rows: a unit packs
+ * its panels and runs every row over them): 1x1 and 3x3 at stride 2 (four
+ * residue classes in bwd_d), both layouts, against the reference, the same bits
+ * on 1 and 3 threads; and an Inf in w, found while packing bwd_d's panels,
+ * gives gemm's results bit for bit (every output written again). */
+static void test_panel_major(void) {
+    nconv_context *ref, *ctx, *gm;
+    contexts("ref", "igemm", &ref, &ctx);
+    nconv_context_create(&gm);
+    nconv_context_set_algorithm(gm, "gemm");
+    uint64_t rng = 53;
+    const int64_t cases[][4] = {{1024, 512, 1, 1}, {256, 512, 3, 2}}; /* C, O, kernel, stride */
+    for (int i = 0; i < 4; i++) {
+        const int64_t *q = cases[i / 2];
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = 2, p.in_channels = q[0], p.out_channels = q[1];
+        for (int d = 0; d < 2; d++) {
+            p.in_size[d] = q[2] == 1 ? 5 : 9, p.kernel[d] = q[2], p.stride[d] = q[3];
+            p.pad_begin[d] = p.pad_end[d] = q[2] / 2;
+        }
+        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, layout, &rng);
+        r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_RELU, 1.0};
+        r.has_b = a.has_b = b.has_b = 1;
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+        const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32);
+        CHECK(ey <= 1e-5 && ex <= 1e-5, "panel-major case %d: y err %g, dx err %g", i, ey, ex);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+              "panel-major case %d: y or dx differs between 1 and 3 threads", i);
+        for (int k = 0; k < 2; k++) nconv__store1(k ? b.w.buf : a.w.buf, NCONV_F32, 1000 + 7 * i, INFINITY);
+        nconv_context_set_threads(ctx, 2);
+        CHECK(nconv_backward(ctx, &p, NULL, NULL, &a.w.t, NULL, &a.dy.t, &a.dx.t, NULL, NULL, NULL, NULL, 0) == NCONV_OK &&
+                  nconv_backward(gm, &p, NULL, NULL, &b.w.t, NULL, &b.dy.t, &b.dx.t, NULL, NULL, NULL, NULL, 0) == NCONV_OK,
+              "%s", nconv_last_error());
+        CHECK(!memcmp(a.dx.buf, b.dx.buf, a.dx.bytes), "panel-major case %d: with an Inf in w, dx is not gemm's", i);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+    nconv_context_destroy(gm);
+}
+
 /* igemm's bwd_d packs a residue class's taps 64 at a time: kernels of 81
  * and 77 taps at stride 1 (one class) and 121 at stride 2 (classes of 36,
  * 30, 30 and 25 taps), both layouts, against the reference; the same bits
@@ -784,6 +828,7 @@ int main(void) {
     test_pointwise();
     test_planes();
     test_wide_channels();
+    test_panel_major();
     test_many_taps();
     test_bias_lanes();
     test_against_reference();

@@ -261,6 +261,11 @@ typedef struct row_ctx {
     int64_t pgroups;           /* a unit of work: a row block, and one of pgroups ranges of its column panels */
     char *scratch;
     size_t scratch_stride;
+    /* Panel-major (weights of megabytes, few rows): a unit is a range of column panels over
+     * every row block; it packs those panels itself (w and finite below) and uses them at once. */
+    int panel_major;
+    const struct wsrc *w;
+    int *finite; /* per thread: every weight it packed was finite */
 } row_ctx;
 
 /* Output pixel coordinates of a fwd row, advanced row by row (no division). */
@@ -472,7 +477,7 @@ static int64_t job_cost(const job *j, const geo *g) { return j->rows * g->panels
  * short) times its column panels. */
 static int64_t unit_cost(const row_ctx *rc, const job *j, int64_t u) {
     const int64_t b = u / rc->pgroups, pg = u % rc->pgroups, r0 = b * rc->g.mc_tiles * MR;
-    const int64_t rows = j->rows - r0 < rc->g.mc_tiles * MR ? j->rows - r0 : rc->g.mc_tiles * MR;
+    const int64_t rows = rc->panel_major ? j->rows : j->rows - r0 < rc->g.mc_tiles * MR ? j->rows - r0 : rc->g.mc_tiles * MR;
     const int64_t panels = (pg + 1) * rc->g.panels / rc->pgroups - pg * rc->g.panels / rc->pgroups;
     return rows * panels * row_cost(j, &rc->g);
 }
@@ -504,6 +509,9 @@ static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
     return u;
 }
 
+static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const struct wsrc *w, const job *j,
+                       int64_t p0, int64_t p1);
+
 static void row_task(void *arg, int tid, int nthreads) {
     const row_ctx *rc = arg;
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
@@ -516,7 +524,15 @@ static void row_task(void *arg, int tid, int nthreads) {
     for (int64_t u; (u = nconv__share_claim(rc->shares, tid, nthreads)) >= 0;) {
         if (u < first) jb = first = 0; /* a unit stolen from an earlier share */
         while (first + rc->jobs[jb].units <= u) first += rc->jobs[jb++].units;
-        row_block(rc, &rc->jobs[jb], u - first, a, crow, pa, rb, pbuf);
+        const job *j = &rc->jobs[jb];
+        if (!rc->panel_major) {
+            row_block(rc, j, u - first, a, crow, pa, rb, pbuf);
+            continue;
+        }
+        const int64_t pg = u - first, p0 = pg * rc->g.panels / rc->pgroups, p1 = (pg + 1) * rc->g.panels / rc->pgroups;
+        rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
+        for (int64_t b = 0; b < div_up(div_up(j->rows, MR), rc->g.mc_tiles); b++)
+            row_block(rc, j, b * rc->pgroups + pg, a, crow, pa, rb, pbuf);
     }
 #if defined(__x86_64__) || defined(__i386__)
     if (rc->flags & NCONV_IGEMM_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
@@ -673,21 +689,27 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
     return finite;
 }
 
+/* Panels [p0, p1) of job j; returns whether every value packed is finite. */
+static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p0,
+                       int64_t p1) {
+    if (dir == NCONV_DIR_BWD_D && w->v->dt == NCONV_F32) return pack_bwd_d_rows(c, g, w, j, p0, p1);
+    int finite = 1;
+    for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+    return finite;
+}
+
 /* Threads split the (job, panel) pairs: packing is O(weights) but serial it
  * would cap the speedup of the GEMMs that follow. */
 static void pack_task(void *arg, int tid, int nthreads) {
     const pack_ctx *pc = arg;
     const int64_t panels = pc->g->panels;
-    const int rows = pc->dir == NCONV_DIR_BWD_D && pc->w->v->dt == NCONV_F32;
     int64_t u0, u1;
     nconv__split(pc->njobs * panels, tid, nthreads, &u0, &u1);
     int finite = 1;
     for (int64_t u = u0; u < u1;) {
         const job *j = &pc->jobs[u / panels];
         const int64_t p0 = u % panels, p1 = p0 + (u1 - u) < panels ? p0 + (u1 - u) : panels;
-        if (rows) finite &= pack_bwd_d_rows(pc->c, pc->g, pc->w, j, p0, p1);
-        for (int64_t p = p0; p < p1 && !rows; p++)
-            finite &= pack_panel(pc->c, pc->g, pc->dir, pc->w, j, p, (float *)j->w);
+        finite &= pack_panels(pc->c, pc->g, pc->dir, pc->w, j, p0, p1);
         u += p1 - p0;
     }
     pc->finite[tid] = finite;
@@ -1344,26 +1366,46 @@ static nconv_status igemm_run(const nconv_exec *e) {
     } else {
         njobs = make_bwd_d_jobs(c, &g, packed, jobs);
     }
+    /* Weights of megabytes with few rows (deep layers): packed all at once they went out to
+     * memory and every row block read them back (11-15% of res5b's layers in the packing
+     * alone). Panel-major, a unit packs a range of panels and runs every row over them while
+     * they are in L2. */
+    const int64_t panel_bytes = (int64_t)sizeof(float) * g.ks_rows * g.kc * NR;
+    int64_t max_rows = 0;
+    for (int64_t i = 0; i < njobs; i++) max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+    const int panel_major = c->G * g.panels * panel_bytes >= (2 << 20) &&
+                            max_rows * g.kc * (int64_t)sizeof(float) <= (4 << 20);
     int finite[NCONV_MAX_THREADS]; /* nconv__parallel runs at most this many threads */
     for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
-    pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
-    nconv__parallel(e, pack_task, &pc);
-    for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D; i++)
-        if (!finite[i]) {
-            e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
-            return nconv_algo_gemm.run(e);
-        }
+    if (!panel_major) {
+        pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
+        nconv__parallel(e, pack_task, &pc);
+        for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D; i++)
+            if (!finite[i]) {
+                e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
+                return nconv_algo_gemm.run(e);
+            }
+    }
     /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
-     * each thread would stream all of w: their column panels are then shared out as well. */
+     * each thread would stream all of w: their column panels are then shared out as well.
+     * Panel-major, a unit's panels are about 256 KiB, with 4 units per thread at least. */
     int64_t blocks = 0, total = 0;
     for (int64_t i = 0; i < njobs; i++) blocks += jobs[i].units = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
     int64_t pgroups = 1;
-    if (threads > 1 && blocks < PGROUP_UNITS * threads) pgroups = div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
+    if (panel_major) {
+        int64_t per = (256 << 10) / panel_bytes, most = g.panels * njobs / (4 * threads);
+        per = per > most ? most : per;
+        pgroups = div_up(g.panels, per < 2 ? 2 : per);
+        for (int64_t i = 0; i < njobs; i++) jobs[i].units = 1;
+    } else if (threads > 1 && blocks < PGROUP_UNITS * threads) {
+        pgroups = div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
+    }
     if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
         jobs[i].units *= pgroups;
         total += job_cost(&jobs[i], &g);
     }
+    if (panel_major) g.pack_a = 0; /* each unit would copy all of A again */
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
      * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
      * kernel call is a short reduction whose stores would outpace the write combining
@@ -1378,7 +1420,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
                   (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
-                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch)};
+                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch), panel_major, &ws_, finite};
     const int width = nconv__parallel_width(e);
     int64_t u0 = 0; /* each share ends where the next begins: first_unit once per boundary */
     for (int t = 0; t < width; t++) {
@@ -1386,6 +1428,11 @@ static nconv_status igemm_run(const nconv_exec *e) {
         shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
+    for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D && panel_major; i++)
+        if (!finite[i]) { /* found while packing: every output is written again (z may not alias it) */
+            e->ws->used = ws_mark;
+            return nconv_algo_gemm.run(e);
+        }
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
 }
