@@ -133,6 +133,9 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
     g->bw_kc = (64 << 10) / (g->Og > 0 ? g->Og : 1); /* the packed dy^T block: 256 KiB */
     if (g->bw_kc < 128) g->bw_kc = 128;
     if (g->bw_kc > 512) g->bw_kc = 512;
+    /* Up to 512 pixels in all (7 x 7 layers), one block: each block is another pass over the
+     * sums, megabytes for deep layers (res5b_reduce: 4 blocks of 128 -> 1 of 392, 2-4%). */
+    if (c->N * g->OS <= 512 && c->N * g->OS > g->bw_kc) g->bw_kc = c->N * g->OS;
     /* bwd_w tiles are MR rows x NR columns: put the input columns (Cg, or
      * KW * Cg when W-folded) on the rows when that wastes fewer lanes (input
      * layers: 21 columns fill 2 panels of 16 at 66%, 4 tiles of 6 at 88%). */
@@ -1298,13 +1301,18 @@ static nconv_status igemm_run(const nconv_exec *e) {
         nconv_share *shares = nconv__arena_take(e->ws, s.shares);
         if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
         nconv__share_split(shares, g.bw_chunks, nconv__parallel_width(e));
-        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, packed, lanes, lanes_more, c->G * taps * tiles, tiles,
-                     c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
+        /* The sums' layout [Og][Cg] is dense f32 1x1 weights' own (one group, one chunk, not
+         * swapped): then they go to dw directly (the copy after was 4 MiB for res5b_reduce). */
+        const nconv_view *wv = e->w;
+        const int direct = wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap && g.bw_chunks == 1 &&
+                           wv->stride[1] == 1 && wv->stride[0] == g.Cg;
+        bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
+                     c->G * taps * tiles, tiles, c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
         if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
         if (lanes) *e->db_done = 1;
-        dw_ctx dc = {c, &g, e->w, toff, packed, width};
-        nconv__parallel(e, dw_task, &dc);
+        dw_ctx dc = {c, &g, wv, toff, packed, width};
+        if (!direct) nconv__parallel(e, dw_task, &dc);
         return NCONV_OK;
     }
 
