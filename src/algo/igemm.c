@@ -1052,6 +1052,19 @@ static void dw_task(void *arg, int tid, int nthreads) {
     const int64_t taps = g->wfold ? g->ks_rows : g->KS;
     int64_t r0, r1;
     nconv__split(c->G * g->Og, tid, nthreads, &r0, &r1);
+    if (wf && g->bw_swap && wv->stride[1] == 1) { /* [c][o] sums to channels-last rows: 16 x 16 transposes */
+        const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
+        for (int64_t row = r0; row < r1;) {
+            const int64_t gi = row / g->Og, o = row % g->Og, n = r1 - row < g->Og - o ? r1 - row : g->Og - o;
+            for (int64_t t = 0; t < g->KS; t++) {
+                const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
+                const float *acc = d->acc + (gi * taps + tr) * g->Og * d->width + col0 * g->Og + o;
+                transpose(g->Cg, n, acc, g->Og, wf + row * wv->stride[0] + d->toff[t], wv->stride[0]);
+            }
+            row += n;
+        }
+        return;
+    }
     for (int64_t row = r0; row < r1; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
         for (int64_t t = 0; t < g->KS; t++) {
