@@ -818,10 +818,13 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
     float *bpack = (float *)(brows + KC);                           /* [2][KC][NR], or [panels][KC][NR] */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
+    /* One kernel call per unit, panel pair and block (not W-folded, which goes row by row): the
+     * first block's calls write the sums, unzeroed (megabytes for deep layers). */
+    const int fresh = !g->wfold && m0 < m1;
     for (int64_t u = u0; u < u1; u++) {
         const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
         const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-        memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
+        if (!fresh) memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
         /* db's lanes: by the tap-0 units of their channels (swapped: the group's first unit, all of them) */
         const int64_t l0 = swap ? 0 : r0, ln = swap ? g->Og : mr;
         for (int64_t l = 0; l < 4 && lanes && gt % taps == 0 && (!swap || r0 == 0); l++)
@@ -829,6 +832,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
+        const int add = !fresh || p0 > m0;
         /* Pixels advanced one by one: five divisions each cost conv1's bwd_w about 10%.
          * Pointwise problems need none: input pixel p is output pixel p. */
         pixel px;
@@ -928,7 +932,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         const float *a = inplace ? dyrows[0] + gi * g->Og + r0 : apack + (v % bc->tiles) * ts;
                         bc->k->gemm_ib_np(mr, np, nc_last, kc, a, inplace ? c->O : MR, pack ? brows : xrows,
                                           pack ? 0 : j0, pack ? KC * NR : NR, acc + (gt * rows_n + r0) * cols_n + j0,
-                                          cols_n, 1);
+                                          cols_n, add);
                     }
                 }
             } else {
@@ -990,7 +994,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     for (int64_t v = u; v < run_end && (!g->wfold || xrows[k] != bc->zero); v++) {
                         const int64_t ot = v % bc->tiles, r0 = ot * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
                         bc->k->gemm_ib_np(mr, np, nc_last, e - k, g->wfold ? xrows[k] + r0 : apack + ot * ts, lda,
-                                          brow + k, boff, bs, acc + (gt * rows_n + r0) * cols_n, cols_n, 1);
+                                          brow + k, boff, bs, acc + (gt * rows_n + r0) * cols_n, cols_n, add);
                     }
                     k = e;
                 }
@@ -1065,7 +1069,16 @@ static void dw_task(void *arg, int tid, int nthreads) {
         }
         return;
     }
-    for (int64_t row = r0; row < r1; row++) {
+    /* Taps innermost and dense (OIHW): per output channel a [taps][Cg] -> [Cg][taps] transpose
+     * (the scalar loop was a fifth of res5b_3x3's bwd_w). */
+    int dense_taps = wf && !g->bw_swap && !g->wfold && g->KS > 1;
+    for (int64_t t = 0; t < g->KS && dense_taps; t++) dense_taps = d->toff[t] == t;
+    for (int64_t row = r0; row < r1 && dense_taps; row++) {
+        const int64_t gi = row / g->Og, o = row % g->Og;
+        nconv__kernels()->transpose(g->KS, g->Cg, d->acc + gi * taps * g->Og * d->width + o * d->width,
+                                    g->Og * d->width, wf + row * wv->stride[0], wv->stride[1]);
+    }
+    for (int64_t row = r0; row < r1 && !dense_taps; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
         for (int64_t t = 0; t < g->KS; t++) {
             const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
