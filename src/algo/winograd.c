@@ -611,6 +611,10 @@ static void bw_out_task(void *arg, int tid, int nthreads) {
         const int64_t o = u / b->g.KD, kd = u % b->g.KD, row = (kd * XI * b->ob + o) * b->ldc, xs = b->ob * b->ldc;
         bc->k->wino_wgrad(C, bc->S[0] + row, b->sl > 1 ? bc->S[1] + row : NULL, xs, tmp, C);
         const int64_t base = (bc->o0 + o) * w->stride[0] + kd * w->stride[2];
+        if (w->dt == NCONV_F32 && w->stride[3] == 3 && w->stride[4] == 1) { /* taps dense and innermost (OIHW) */
+            bc->k->transpose(9, C, tmp, C, (float *)w->data + base, w->stride[1]);
+            continue;
+        }
         for (int64_t t = 0; t < 9; t++) {
             const int64_t off = base + (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
             for (int64_t ch = 0; ch < C; ch++) {
