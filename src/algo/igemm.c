@@ -82,6 +82,7 @@ typedef struct geo {
     int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
     int64_t bw_dy_rows; /* bwd_w, not swapped: leading row tiles whose dy^T is read from dy's rows in place */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
+    int prefetch_a;    /* row GEMM, 1x1: fetch the next tile's A rows while a tile computes */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
     int64_t ks_rows;   /* taps of the row GEMM: KS, or KD * KH when W-folded */
     int64_t iw_pad;    /* width of the W-padded copy */
@@ -119,12 +120,16 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
         if (g->kchunk >= 8) g->kchunk -= g->kchunk % 8;
         if (g->kchunk < 1) g->kchunk = 1;
     }
-    /* Rows one pixel apart are C floats apart: a multiple of 4 KiB maps the
-     * six rows of a tile to one L1 set (1-2 KiB to a few), which copying
-     * them (padded) into scratch avoids. Narrower 1x1 rows are contiguous
-     * already, and the copy cost more than it saved (measured 7-14%). */
+    /* Rows one pixel apart are C floats apart: with taps, a multiple of 4 KiB
+     * maps the six rows of a tile to one L1 set, which copying them (padded)
+     * into scratch avoids. 1x1 rows are read in place; from 1 KiB on the next
+     * tile's are fetched while a tile computes (a copy of the block first was
+     * 22% of res2a_expand's bwd_d, with nothing to overlap it; prefetched
+     * instead, 1x1 layers of 256-1024 channels ran 5-13% faster at 1 and 2
+     * threads; narrower rows gained nothing from either). */
     const int64_t src_ch = dir == NCONV_DIR_BWD_D ? c->O : c->C;
-    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && ((g->ks_rows == 1 && src_ch >= 256) || (src_ch * 4) % 4096 == 0);
+    g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && g->ks_rows > 1 && (src_ch * 4) % 4096 == 0;
+    g->prefetch_a = dir != NCONV_DIR_BWD_W && g->ks_rows == 1 && src_ch >= 256;
     int64_t row_bytes = (int64_t)sizeof(float) * g->ks_rows * g->kchunk * MR;
     g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (g->mc_tiles < 1) g->mc_tiles = 1;
@@ -362,6 +367,12 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *c
 }
 
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
+/* The rows of a 1x1 tile into L1, ahead of its kernel call (see geo.prefetch_a). */
+static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
+    for (int64_t r = 0; r < MR; r++)
+        for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
+}
+
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **a, float **crow, const float **pa,
                       const float **rb, float *pbuf) {
     const geo *g = &rc->g;
@@ -417,6 +428,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. */
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10);
+        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1; /* each tile once per block */
         if (!rc->planes) {
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
@@ -426,6 +438,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                    if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
                     float *cp[MR];
                     for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
@@ -445,6 +458,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
             for (int64_t tile = 0; tile < ntiles; tile++) {
                 const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                 const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + q0 * NR;
+                if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
                 const float *const *at = ap + tile * j->ks * MR;
                 if (mr == MR && i0 % rc->S + MR <= rc->S) {
                     float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
