@@ -1215,9 +1215,12 @@ static void scatter_task(void *arg, int tid, int nthreads) {
             }
         return;
     }
-    for (int64_t i = 0; i < sc->rows; i++) {
+    /* Output rows (n, o0, o1) at a time: the rows of pad they add to are found once per row
+     * (pixel by pixel, the index arithmetic was a tenth of wav2vec2's first layer). */
+    for (int64_t i = 0; i < sc->rows;) {
         const int64_t p = sc->m0 + i, n = p / g->OS, op = p % g->OS;
         const int64_t o0 = op / (c->out[1] * c->out[2]), o1 = (op / c->out[2]) % c->out[1], o2 = op % c->out[2];
+        const int64_t len = sc->rows - i < c->out[2] - o2 ? sc->rows - i : c->out[2] - o2;
         for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
             const int64_t i0 = o0 * c->s[0] - c->pb[0] + k0 * c->d[0];
             if (i0 < 0 || i0 >= c->in[0]) continue;
@@ -1225,11 +1228,14 @@ static void scatter_task(void *arg, int tid, int nthreads) {
                 const int64_t i1 = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
                 const int64_t r = (n * c->in[0] + i0) * c->in[1] + i1;
                 if (i1 < 0 || i1 >= c->in[1] || r < r_lo || r >= r_hi) continue;
-                float *d = sc->pad + (r * g->iw_pad + o2 * c->s[2]) * g->Cg;
-                const float *src = sc->col + i * sc->ps + (k0 * c->k[1] + k1) * run * sc->qs;
-                for (int64_t j = 0; j < run; j++) d[j] += src[j * sc->qs];
+                for (int64_t l = 0; l < len; l++) {
+                    float *d = sc->pad + (r * g->iw_pad + (o2 + l) * c->s[2]) * g->Cg;
+                    const float *src = sc->col + (i + l) * sc->ps + (k0 * c->k[1] + k1) * run * sc->qs;
+                    for (int64_t j = 0; j < run; j++) d[j] += src[j * sc->qs];
+                }
             }
         }
+        i += len;
     }
 }
 
