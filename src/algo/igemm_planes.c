@@ -248,12 +248,10 @@ static void run_task(void *arg, int tid, int nthreads) {
                 const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                 const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                 const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
-                for (int64_t p0 = q0; p0 < q1; p0 += 2 * NR) { /* two tiles per call: AVX-512 shares A's loads */
-                    const int64_t np = q1 - p0 > NR ? 2 : 1, pl = p0 + (np - 1) * NR;
-                    const int64_t nc_last = q1 - pl < NR ? q1 - pl : NR;
-                    pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack + (p0 - q0) / NR * kc * NR, kc * NR,
-                                   o + t * MR * ldc + p0, ldc, rinit, flags);
-                }
+                /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which
+                 * share A's loads): with short reductions (raw audio: 10) the call was the cost. */
+                const int64_t np = div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
+                pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc + q0, ldc, rinit, flags);
             }
         }
     }
