@@ -1075,8 +1075,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
     const int64_t taps = g->wfold ? g->ks_rows : g->KS;
     int64_t r0, r1;
     nconv__split(c->G * g->Og, tid, nthreads, &r0, &r1);
+    const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
     if (wf && g->bw_swap && wv->stride[1] == 1) { /* [c][o] sums to channels-last rows: 16 x 16 transposes */
-        const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
         for (int64_t row = r0; row < r1;) {
             const int64_t gi = row / g->Og, o = row % g->Og, n = r1 - row < g->Og - o ? r1 - row : g->Og - o;
             for (int64_t t = 0; t < g->KS; t++) {
@@ -1094,8 +1094,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
     for (int64_t t = 0; t < g->KS && dense_taps; t++) dense_taps = d->toff[t] == t;
     for (int64_t row = r0; row < r1 && dense_taps; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
-        nconv__kernels()->transpose(g->KS, g->Cg, d->acc + gi * taps * g->Og * d->width + o * d->width,
-                                    g->Og * d->width, wf + row * wv->stride[0], wv->stride[1]);
+        transpose(g->KS, g->Cg, d->acc + gi * taps * g->Og * d->width + o * d->width, g->Og * d->width,
+                  wf + row * wv->stride[0], wv->stride[1]);
     }
     for (int64_t row = r0; row < r1 && !dense_taps; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
