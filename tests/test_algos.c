@@ -502,9 +502,9 @@ static void test_panel_major(void) {
         const int64_t *q = cases[i / 2];
         nconv_problem p;
         nconv_problem_init(&p, 2);
-        p.batch = 2, p.in_channels = q[0], p.out_channels = q[1];
+        p.batch = 1, p.in_channels = q[0], p.out_channels = q[1]; /* few rows: valgrind runs this too */
         for (int d = 0; d < 2; d++) {
-            p.in_size[d] = q[2] == 1 ? 5 : 9, p.kernel[d] = q[2], p.stride[d] = q[3];
+            p.in_size[d] = q[2] == 1 ? 3 : 5, p.kernel[d] = q[2], p.stride[d] = q[3];
             p.pad_begin[d] = p.pad_end[d] = q[2] / 2;
         }
         const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
