@@ -366,13 +366,13 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *c
     *crow = rowdst + ip2 * c->C;
 }
 
-/* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 /* The rows of a 1x1 tile into L1, ahead of its kernel call (see geo.prefetch_a). */
 static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
     for (int64_t r = 0; r < MR; r++)
         for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
 }
 
+/* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **a, float **crow, const float **pa,
                       const float **rb, float *pbuf) {
     const geo *g = &rc->g;
@@ -492,6 +492,9 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
 /* The work of a row and column panel: a reduction of ks * kc, and the store, counted as 16. */
 static int64_t row_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
 
+/* Row blocks (of mc_tiles tiles) of job j. */
+static int64_t row_blocks(const job *j, const geo *g) { return div_up(div_up(j->rows, MR), g->mc_tiles); }
+
 /* The work of job j: every row and column panel (the sum of its units' unit_cost). */
 static int64_t job_cost(const job *j, const geo *g) { return j->rows * g->panels * row_cost(j, g); }
 
@@ -553,7 +556,7 @@ static void row_task(void *arg, int tid, int nthreads) {
         }
         const int64_t pg = u - first, p0 = pg * rc->g.panels / rc->pgroups, p1 = (pg + 1) * rc->g.panels / rc->pgroups;
         rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
-        for (int64_t b = 0; b < div_up(div_up(j->rows, MR), rc->g.mc_tiles); b++)
+        for (int64_t b = 0; b < row_blocks(j, &rc->g); b++)
             row_block(rc, j, b * rc->pgroups + pg, a, crow, pa, rb, pbuf);
     }
 #if defined(__x86_64__) || defined(__i386__)
@@ -1299,6 +1302,13 @@ static void wpad_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* Whether every thread's flag is set (nconv__parallel runs at most NCONV_MAX_THREADS). */
+static int all_set(const int *flags) {
+    for (int i = 0; i < NCONV_MAX_THREADS; i++)
+        if (!flags[i]) return 0;
+    return 1;
+}
+
 static nconv_status igemm_run(const nconv_exec *e) {
     if (nconv__planes_applies(e)) return nconv__planes_run(e);
     const nconv_core *c = e->c;
@@ -1439,17 +1449,16 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (!panel_major) {
         pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
         nconv__parallel(e, pack_task, &pc);
-        for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D; i++)
-            if (!finite[i]) {
-                e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
-                return nconv_algo_gemm.run(e);
-            }
+        if (dir == NCONV_DIR_BWD_D && !all_set(finite)) {
+            e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
+            return nconv_algo_gemm.run(e);
+        }
     }
     /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
      * each thread would stream all of w: their column panels are then shared out as well.
      * Panel-major, a unit's panels are about 256 KiB, with 4 units per thread at least. */
     int64_t blocks = 0, total = 0;
-    for (int64_t i = 0; i < njobs; i++) blocks += jobs[i].units = div_up(div_up(jobs[i].rows, MR), g.mc_tiles);
+    for (int64_t i = 0; i < njobs; i++) blocks += jobs[i].units = row_blocks(&jobs[i], &g);
     int64_t pgroups = 1;
     if (panel_major) {
         int64_t per = (256 << 10) / panel_bytes, most = g.panels * njobs / (4 * threads);
@@ -1487,11 +1496,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
         shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
-    for (int i = 0; i < NCONV_MAX_THREADS && dir == NCONV_DIR_BWD_D && panel_major; i++)
-        if (!finite[i]) { /* found while packing: every output is written again (z may not alias it) */
-            e->ws->used = ws_mark;
-            return nconv_algo_gemm.run(e);
-        }
+    if (dir == NCONV_DIR_BWD_D && panel_major && !all_set(finite)) {
+        e->ws->used = ws_mark; /* found while packing: gemm writes every output again (z may not alias it) */
+        return nconv_algo_gemm.run(e);
+    }
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
 }
