@@ -268,7 +268,9 @@ typedef enum nconv_op {
     NCONV_OP_BACKWARD = 1  /* nconv_backward with every output requested */
 } nconv_op;
 
-/** Bytes of workspace the call needs (an upper bound for any output mask). */
+/** Bytes of workspace the call needs (an upper bound for any output mask): for
+ *  the algorithm ctx's policy runs (the heuristic's choice, the forced one, or
+ *  under the benchmark policy the largest of the applicable ones). */
 NCONV_API nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                   const nconv_epilogue *epi, size_t *bytes);
 

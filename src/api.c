@@ -62,12 +62,13 @@ static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, o
     return NCONV_OK;
 }
 
-/* Workspace of the algorithm the call may run for (c, dir): the forced one,
- * else the largest of the applicable ones (the benchmark policy runs all). */
+/* Workspace of the algorithm the call may run for (c, dir): the forced or the heuristic's
+ * one, else (the benchmark policy runs all) the largest of the applicable ones. */
 static size_t algo_workspace(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
-    const nconv_algo *forced = nconv__ctx_forced(ctx);
     const int threads = nconv__ctx_threads(ctx);
-    if (forced) return forced->workspace(c, dir, threads);
+    const nconv_algo *chosen = nconv__ctx_forced(ctx);
+    if (chosen || (!nconv__ctx_benchmarks(ctx) && !nconv__plan(ctx, c, dir, NULL, &chosen)))
+        return chosen->workspace(c, dir, threads);
     size_t best = 0;
     for (int i = 0; i < nconv__algo_count(); i++) {
         const nconv_algo *a = nconv__algo_at(i);

@@ -307,6 +307,7 @@ void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size);
 void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size);
 /* The algorithm forced on ctx, or NULL. */
 const nconv_algo *nconv__ctx_forced(const nconv_context *ctx);
+int nconv__ctx_benchmarks(const nconv_context *ctx); /* whether the benchmark policy is set */
 
 /* Reference kernels: dense C-order f64 arrays in the core shapes; taps is
  * scratch for k[0] + k[1] + k[2] int64 indices. */

@@ -221,6 +221,8 @@ const nconv_algo *nconv__ctx_forced(const nconv_context *ctx) {
     return ctx && ctx->policy == NCONV_POLICY_FORCED ? ctx->forced : NULL;
 }
 
+int nconv__ctx_benchmarks(const nconv_context *ctx) { return ctx && ctx->policy == NCONV_POLICY_BENCHMARK; }
+
 static const nconv_algo *cache_get(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
     const nconv_algo *a = NULL;
     pthread_mutex_lock(&ctx->lock);

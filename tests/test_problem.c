@@ -197,6 +197,30 @@ static void test_api_misuse(void) {
     CHECK(nconv_backward(NULL, &p, &relu, &tx, &tw, &ty, &tdy, &tdx, &tdw, &tdb, NULL, ws, need_relu) == NCONV_OK,
           "%s", nconv_last_error());
     free(ws);
+    /* The query is for the algorithm the call will run: the heuristic's choice, a forced one, or
+     * under the benchmark policy (every applicable one runs once) the largest. */
+    nconv_context *qctx;
+    nconv_context_create(&qctx);
+    const char *chosen = "";
+    size_t heur = 0, forced = 0, most = 0, bench = 0;
+    nconv_algorithm_chosen(qctx, &p, NCONV_DIR_FWD, &chosen);
+    nconv_workspace_size(qctx, &p, NCONV_OP_FORWARD, NULL, &heur);
+    for (int k = 0; k < nconv_algorithm_count(); k++) {
+        int applies = 0;
+        size_t s = 0;
+        nconv_algorithm_applies(nconv_algorithm_name(k), &p, NCONV_DIR_FWD, &applies, NULL);
+        if (!applies) continue;
+        nconv_context_set_algorithm(qctx, nconv_algorithm_name(k));
+        nconv_workspace_size(qctx, &p, NCONV_OP_FORWARD, NULL, &s);
+        if (!strcmp(nconv_algorithm_name(k), chosen)) forced = s;
+        if (s > most) most = s;
+    }
+    nconv_context_set_algorithm(qctx, "auto");
+    nconv_context_set_policy(qctx, NCONV_POLICY_BENCHMARK);
+    nconv_workspace_size(qctx, &p, NCONV_OP_FORWARD, NULL, &bench);
+    CHECK(heur == forced && heur < most && bench == most, "heuristic %zu (%s forced %zu), benchmark %zu, most %zu", heur,
+          chosen, forced, bench, most);
+    nconv_context_destroy(qctx);
     CHECK_ERROR(nconv_backward(NULL, &p, NULL, NULL, &tw, NULL, &tdy, NULL, &tdw, NULL, NULL, NULL, 0),
                 NCONV_INVALID_ARGUMENT, "x is NULL but required");
     CHECK_ERROR(nconv_backward(NULL, &p, &relu, &tx, &tw, NULL, &tdy, &tdx, NULL, NULL, NULL, NULL, 0),
