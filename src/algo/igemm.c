@@ -1256,6 +1256,10 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
                 const int64_t q = q0 + r;
                 wq[(q0 / wd * g->Og + o) * wd + r] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
             }
+    /* Without left padding or unread trailing columns, the W-padded dx is dx's own layout: the
+     * sums go there directly (the copy after was 4% of wav2vec2's first layer). */
+    const int direct = c->G == 1 && c->pb[2] == 0 && g->iw_pad == c->in[2];
+    if (direct) pad = dst;
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
         const int64_t rows = M - m0 < g->col_rows ? M - m0 : g->col_rows;
@@ -1264,6 +1268,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
         scatter_ctx sc = {c, g, col, dyv ? 1 : Q, dyv ? rows : 1, pad, dst, m0, rows, 0};
         nconv__parallel(e, scatter_task, &sc);
     }
+    if (direct) return;
     scatter_ctx sc = {c, g, NULL, 0, 0, pad, dst, 0, 0, 1};
     nconv__parallel(e, scatter_task, &sc);
 }
