@@ -6,7 +6,7 @@
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
- *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np);
+ *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums;
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -426,6 +426,57 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
     free(al), free(bm), free(c1), free(c2);
 }
 
+/* gemm_ib7_np (tables that have it) against f64 sums: rows 1-7, full and partial last panels
+ * of one to five, kc even and odd (the unrolled and the single steps), A packed seven to a
+ * step, as rows of LDA floats and as overlapping windows 3 floats apart, B rows in place or in
+ * panels; nothing outside the mr x columns block is written. */
+static void sweep_gemm_ib7_np(const nconv_kernels *k, uint64_t *rng) {
+    if (!k->gemm_ib7_np) return;
+    enum { KC = 24, NP = 5, LD = NP * 16 + 3, LDA = 29 };
+    const int64_t ldas[3] = {7, LDA, 3};
+    float *al = malloc(sizeof(float) * KC * LDA), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
+    float *c = malloc(sizeof(float) * 7 * LD);
+    const float *rows[KC];
+    for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < KC * NP * 16 * 2; i++) bm[i] = (float)test_uniform(rng);
+    for (int64_t kc = KC - 1; kc <= KC; kc++)
+        for (int packed = 0; packed < 2; packed++) {
+            const int64_t boff = packed ? 0 : 5, bs = packed ? KC * 16 : 16;
+            for (int64_t i = 0; i < KC; i++) rows[i] = bm + i * (packed ? 16 : NP * 16 + 5);
+            for (int l = 0; l < 3; l++)
+                for (int64_t mr = 1; mr <= 7; mr++)
+                    for (int64_t np = 1; np <= NP; np++)
+                        for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                            for (int acc = 0; acc < 2; acc++) {
+                                const float *a = al + (l == 1 ? 3 : 0);
+                                for (int64_t i = 0; i < 7 * LD; i++) c[i] = (float)(i % 5) - 2.0f;
+                                k->gemm_ib7_np(mr, np, nc_last, kc, a, ldas[l], rows, boff, bs, c, LD, acc);
+                                double err = 0;
+                                int outside = 0;
+                                for (int64_t r = 0; r < 7; r++)
+                                    for (int64_t j = 0; j < LD; j++) {
+                                        const float before = (float)((r * LD + j) % 5) - 2.0f;
+                                        const int64_t q = j / 16;
+                                        if (r >= mr || q >= np || (q == np - 1 && j % 16 >= nc_last)) {
+                                            outside |= c[r * LD + j] != before;
+                                            continue;
+                                        }
+                                        double s = acc ? before : 0.0;
+                                        for (int64_t kk = 0; kk < kc; kk++)
+                                            s += (double)a[kk * ldas[l] + r] * rows[kk][boff + q * bs + j % 16];
+                                        const double d = fabs(s - c[r * LD + j]);
+                                        err = d > err ? d : err;
+                                    }
+                                CHECK(err <= 1e-5 && !outside,
+                                      "%s gemm_ib7_np kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld acc %d: "
+                                      "err %g, wrote outside %d",
+                                      k->name, (long long)kc, packed, (long long)ldas[l], (long long)mr, (long long)np,
+                                      (long long)nc_last, acc, err, outside);
+                            }
+        }
+    free(al), free(bm), free(c);
+}
+
 /* gemm_np against one gemm call per panel: the same bits, from zero, from
  * row initial values and accumulating, with relu, full and partial last
  * panels, kc even and odd, A packed and as rows of LDA floats (the packed
@@ -673,6 +724,7 @@ int main(void) {
         sweep_igemm_np(k, &krng);
         sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);
+        sweep_gemm_ib7_np(k, &krng);
         sweep_gemm_np(k, &krng);
         sweep_wino(k, &krng);
     }

@@ -81,6 +81,7 @@ typedef struct geo {
     int64_t bw_chunks; /* bwd_w: pixel chunks reduced separately, then summed in order (see bw_task) */
     int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
     int64_t bw_dy_rows; /* bwd_w, not swapped: leading row tiles whose dy^T is read from dy's rows in place */
+    int64_t bw_mr;      /* bwd_w: rows per tile, MR or (7 x 16 kernel, W-folded swapped) 7 */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
     int prefetch_a;    /* row GEMM, 1x1: fetch the next tile's A rows while a tile computes */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */
@@ -160,6 +161,9 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
      * (A not reused over taps) with rows of 256 B and x read in place too (see bw_range's pack):
      * res2a_1x1 at 2 threads 1.0 -> 0.75 ms, at 1 thread the same; with C = 256 (res2b_reduce)
      * 5-10% slower at 1 thread. The products and sums are those of the packed tiles. */
+    /* W-folded swapped rows of 7 taps x 3 channels (the RGB stem) fill 6-row tiles to 21 of 24. */
+    const nconv_f32_gemm_ib_np_fn ib7 = nconv__kernels()->gemm_ib7_np;
+    g->bw_mr = ib7 && g->wfold && g->bw_swap && div_up(width, 7) * 7 < div_up(width, MR) * MR ? 7 : MR;
     g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
@@ -844,8 +848,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
      * first block's calls write the sums, unzeroed (megabytes for deep layers). */
     const int fresh = !g->wfold && m0 < m1;
     for (int64_t u = u0; u < u1; u++) {
-        const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * MR;
-        const int64_t mr = rows_n - r0 < MR ? rows_n - r0 : MR;
+        const int64_t gt = u / bc->tiles, r0 = (u % bc->tiles) * g->bw_mr;
+        const int64_t mr = rows_n - r0 < g->bw_mr ? rows_n - r0 : g->bw_mr;
         if (!fresh) memset(acc + (gt * rows_n + r0) * cols_n, 0, sizeof(float) * (size_t)(mr * cols_n));
         /* db's lanes: by the tap-0 units of their channels (swapped: the group's first unit, all of them) */
         const int64_t l0 = swap ? 0 : r0, ln = swap ? g->Og : mr;
@@ -998,12 +1002,13 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const float *const *brow = bc->dy_planes ? brows : dyrows;
                 const int64_t boff = bc->dy_planes ? 0 : gi * g->Og, bs = bc->dy_planes ? KC * NR : NR;
                 /* W-folded, along an output row pixel k + 1's run starts s[2] * Cg floats after
-                 * pixel k's: tile o of x^T is the padded input itself from column o * MR on, read
-                 * with that stride (conv1's x^T copies were a fifth of its bwd_w). The kernel calls
-                 * go row by row; a row of padding (the zero row) adds nothing. Tiles read up to
-                 * MR - 1 floats past a run's end (the copy has MR floats of slack): rows past
-                 * rows_n, never stored. */
+                 * pixel k's: tile o of x^T is the padded input itself from column o * bw_mr on,
+                 * read with that stride (conv1's x^T copies were a fifth of its bwd_w). The kernel
+                 * calls go row by row; a row of padding (the zero row) adds nothing. Tiles read up
+                 * to bw_mr - 1 <= MR floats past a run's end (the copy has MR floats of slack):
+                 * rows past rows_n, never stored. */
                 const int64_t lda = g->wfold ? c->s[2] * g->Cg : MR;
+                const nconv_f32_gemm_ib_np_fn ib = g->bw_mr == 7 ? bc->k->gemm_ib7_np : bc->k->gemm_ib_np;
                 for (int64_t k = 0; k < kc;) {
                     int64_t e = kc;
                     if (g->wfold) {
@@ -1014,9 +1019,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         }
                     }
                     for (int64_t v = u; v < run_end && (!g->wfold || xrows[k] != bc->zero); v++) {
-                        const int64_t ot = v % bc->tiles, r0 = ot * MR, mr = rows_n - r0 < MR ? rows_n - r0 : MR;
-                        bc->k->gemm_ib_np(mr, np, nc_last, e - k, g->wfold ? xrows[k] + r0 : apack + ot * ts, lda,
-                                          brow + k, boff, bs, acc + (gt * rows_n + r0) * cols_n, cols_n, add);
+                        const int64_t ot = v % bc->tiles, r0 = ot * g->bw_mr;
+                        const int64_t mr = rows_n - r0 < g->bw_mr ? rows_n - r0 : g->bw_mr;
+                        ib(mr, np, nc_last, e - k, g->wfold ? xrows[k] + r0 : apack + ot * ts, lda, brow + k, boff, bs,
+                           acc + (gt * rows_n + r0) * cols_n, cols_n, add);
                     }
                     k = e;
                 }
@@ -1360,7 +1366,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
 
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
-        const int64_t tiles = div_up(g.bw_swap ? width : g.Og, MR);
+        const int64_t tiles = div_up(g.bw_swap ? width : g.Og, g.bw_mr);
         /* db's lanes on the way: from the packing of dy^T, or (swapped) from dy's rows in place,
          * or from the panels transposed from dy's NCHW planes */
         double *lanes = e->db_lanes;

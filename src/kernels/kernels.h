@@ -78,6 +78,15 @@ typedef void (*nconv_f32_gemm_ib_np_fn)(int64_t mr, int64_t np, int64_t nc_last,
                                         int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
                                         int accumulate);
 
+/* The same with up to 7 rows (mr <= 7, A read as a[k * lda + r] for r < 7), for tile rows that
+ * come in sevens (W-folded 7-tap thin inputs); NULL in tables without one. */
+void nconv_f32_gemm_ib_7x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                        int64_t ldc, int accumulate);
+void nconv_f32_gemm_ib_7x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                       int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
+                                       int64_t ldc, int accumulate);
+
 /*
  * Packed GEMM, up to 6 x 16 (the BLIS micro-kernel):
  *   C[r][j] = init + sum_{k < kc} a[k * 6 + r] * b[k * 16 + j], then max(., 0) with NCONV_GEMM_RELU,
@@ -265,7 +274,7 @@ void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
 enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 
-/* The kernels of one ISA; all share the 6 x 16 tile. */
+/* The kernels of one ISA; all share the 6 x 16 tile (gemm_ib7_np: 7 x 16). */
 typedef struct nconv_kernels {
     nconv_isa isa;
     const char *name;
@@ -289,6 +298,7 @@ typedef struct nconv_kernels {
     nconv_f32_wino_w_fn wino_w;
     nconv_f32_wino_dy_fn wino_dy;
     nconv_f32_wino_wgrad_fn wino_wgrad;
+    nconv_f32_gemm_ib_np_fn gemm_ib7_np; /* may be NULL */
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

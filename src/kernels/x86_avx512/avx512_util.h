@@ -28,29 +28,37 @@ static inline __m256 nconv__avx512_hi(__m512 v) {
 
 /* Reduction steps with A packed six to a step (ak[r], r < 6; the GEMM and
  * indirect-B kernels): one panel's six accumulators acc0 .. acc5 from B
- * vector b, or two panels' (e, f) from bq and br, each broadcast feeding both. */
+ * vector b, or two panels' (e, f) from bq and br, each broadcast feeding both.
+ * The ROW steps are one row r of them; the 7 x 16 kernel adds row 6. */
+#define NCONV_AVX512_ROW1(acc, r, b, ak) acc##r = _mm512_fmadd_ps(_mm512_set1_ps((ak)[r]), b, acc##r)
+#define NCONV_AVX512_ROW2(e, f, r, bq, br, ak)                                                            \
+    do {                                                                                                  \
+        const __m512 v_ = _mm512_set1_ps((ak)[r]);                                                        \
+        e##r = _mm512_fmadd_ps(v_, bq, e##r), f##r = _mm512_fmadd_ps(v_, br, f##r);                       \
+    } while (0)
+
 #define NCONV_AVX512_FMA6(acc, b, ak)                                                                     \
-    acc##0 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[0]), b, acc##0);                                         \
-    acc##1 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[1]), b, acc##1);                                         \
-    acc##2 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[2]), b, acc##2);                                         \
-    acc##3 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[3]), b, acc##3);                                         \
-    acc##4 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[4]), b, acc##4);                                         \
-    acc##5 = _mm512_fmadd_ps(_mm512_set1_ps((ak)[5]), b, acc##5)
+    NCONV_AVX512_ROW1(acc, 0, b, ak);                                                                     \
+    NCONV_AVX512_ROW1(acc, 1, b, ak);                                                                     \
+    NCONV_AVX512_ROW1(acc, 2, b, ak);                                                                     \
+    NCONV_AVX512_ROW1(acc, 3, b, ak);                                                                     \
+    NCONV_AVX512_ROW1(acc, 4, b, ak);                                                                     \
+    NCONV_AVX512_ROW1(acc, 5, b, ak)
 
 #define NCONV_AVX512_FMA12(e, f, bq, br, ak)                                                              \
     do {                                                                                                  \
-        __m512 v = _mm512_set1_ps((ak)[0]);                                                               \
-        e##0 = _mm512_fmadd_ps(v, bq, e##0), f##0 = _mm512_fmadd_ps(v, br, f##0);                         \
-        v = _mm512_set1_ps((ak)[1]);                                                                      \
-        e##1 = _mm512_fmadd_ps(v, bq, e##1), f##1 = _mm512_fmadd_ps(v, br, f##1);                         \
-        v = _mm512_set1_ps((ak)[2]);                                                                      \
-        e##2 = _mm512_fmadd_ps(v, bq, e##2), f##2 = _mm512_fmadd_ps(v, br, f##2);                         \
-        v = _mm512_set1_ps((ak)[3]);                                                                      \
-        e##3 = _mm512_fmadd_ps(v, bq, e##3), f##3 = _mm512_fmadd_ps(v, br, f##3);                         \
-        v = _mm512_set1_ps((ak)[4]);                                                                      \
-        e##4 = _mm512_fmadd_ps(v, bq, e##4), f##4 = _mm512_fmadd_ps(v, br, f##4);                         \
-        v = _mm512_set1_ps((ak)[5]);                                                                      \
-        e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
+        NCONV_AVX512_ROW2(e, f, 0, bq, br, ak);                                                           \
+        NCONV_AVX512_ROW2(e, f, 1, bq, br, ak);                                                           \
+        NCONV_AVX512_ROW2(e, f, 2, bq, br, ak);                                                           \
+        NCONV_AVX512_ROW2(e, f, 3, bq, br, ak);                                                           \
+        NCONV_AVX512_ROW2(e, f, 4, bq, br, ak);                                                           \
+        NCONV_AVX512_ROW2(e, f, 5, bq, br, ak);                                                           \
     } while (0)
+
+/* Row r of C (lanes in m) gets v, added to what it holds when accumulating. */
+static inline void nconv__avx512_store_row(float *cr, __mmask16 m, __m512 v, int accumulate) {
+    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cr));
+    _mm512_mask_storeu_ps(cr, m, v);
+}
 
 #endif

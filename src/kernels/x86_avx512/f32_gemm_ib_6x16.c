@@ -22,10 +22,7 @@
         }                                                                                                 \
     } while (0)
 
-static inline void store_row(float *cr, __mmask16 m, __m512 v, int accumulate) {
-    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cr));
-    _mm512_mask_storeu_ps(cr, m, v);
-}
+#define store_row nconv__avx512_store_row
 
 static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
                float *c, int64_t ldc, int accumulate) {
