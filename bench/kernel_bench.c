@@ -1,5 +1,6 @@
 /*
- * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs, on
+ * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs (and
+ * the 7 x 16 indirect-B kernel where a table has one), on
  * cache-resident operands, against the measured FMA peak (nconv bench's
  * register-only loop, tools/nconv/peak.c, as wide as the ISA's vectors: 16
  * lanes for AVX-512, 8 otherwise). Usage: kernel_bench [kc]
@@ -20,10 +21,10 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     const int64_t kc = argc > 1 ? atoll(argv[1]) : 256;
-    float *a = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_MR + 64));
+    float *a = aligned_alloc(64, sizeof(float) * (size_t)(kc * 7 + 64)); /* packed A of up to 7 rows */
     float *w = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_NR + 64));
     float c[NCONV_MR][NCONV_NR], init[NCONV_NR] = {0}, init2[2 * NCONV_NR] = {0};
-    for (int64_t i = 0; i < kc * NCONV_MR; i++) a[i] = 1e-3f * (float)(i % 7);
+    for (int64_t i = 0; i < kc * 7; i++) a[i] = 1e-3f * (float)(i % 7);
     for (int64_t i = 0; i < kc * NCONV_NR; i++) w[i] = 1e-3f * (float)(i % 5);
     const float *rows[NCONV_MR];
     /* gemm_ib reads B rows through pointers: consecutive rows of w. */
@@ -36,10 +37,11 @@ int main(int argc, char **argv) {
      * the best each loop reached. */
     /* The all-panels variants run two column panels (6 x 32; the second panel's B 16 floats on):
      * the AVX-512 kernels take them together, sharing each broadcast of A. */
-    enum { ROUNDS = 4, KERNELS = 6 };
+    enum { ROUNDS = 4, KERNELS = 7 };
     const char *const names[KERNELS] = {"f32_gemm_6x16",    "f32_igemm_6x16",    "f32_gemm_ib_6x16",
-                                        "f32_gemm_6x16 x2", "f32_igemm_6x16 x2", "f32_gemm_ib_6x16 x2"};
-    float c2[NCONV_MR][2 * NCONV_NR], *crow2[NCONV_MR];
+                                        "f32_gemm_6x16 x2", "f32_igemm_6x16 x2", "f32_gemm_ib_6x16 x2",
+                                        "f32_gemm_ib_7x16 x2"};
+    float c2[7][2 * NCONV_NR], *crow2[NCONV_MR];
     for (int r = 0; r < NCONV_MR; r++) crow2[r] = c2[r];
     for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
@@ -54,8 +56,9 @@ int main(int argc, char **argv) {
             const double p = fma_peak_gflops_lanes(1, lanes);
             if (p > peak) peak = p;
             for (int which = 0; which < KERNELS; which++) {
-                const int64_t np = which < 3 ? 1 : 2;
-                const int64_t reps = (int64_t)(1e9 / (2.0 * NCONV_MR * NCONV_NR * np * (double)kc)) / (isa ? 1 : 20);
+                if (which == 6 && !k->gemm_ib7_np) continue;
+                const int64_t np = which < 3 ? 1 : 2, mr = which == 6 ? 7 : NCONV_MR;
+                const int64_t reps = (int64_t)(1e9 / (2.0 * mr * NCONV_NR * np * (double)kc)) / (isa ? 1 : 20);
                 double best = 1e30;
                 for (int trial = 0; trial < 5; trial++) {
                     double t0 = now();
@@ -67,17 +70,18 @@ int main(int argc, char **argv) {
                             k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, w, 16, c2[0], 2 * NCONV_NR, NULL,
                                        NCONV_GEMM_ACCUMULATE);
                         else if (which == 4) k->igemm_np(NCONV_MR, 2, NCONV_NR, kc, 1, rows, 0, NULL, w, 16, crow2, init2, 0);
-                        else k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
+                        else if (which == 5) k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
+                        else k->gemm_ib7_np(7, 2, NCONV_NR, kc, a, 7, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
                     }
                     double t = now() - t0;
                     if (t < best) best = t;
                 }
-                const double g = 2.0 * NCONV_MR * NCONV_NR * (double)np * (double)kc * (double)reps / best * 1e-9;
+                const double g = 2.0 * (double)mr * NCONV_NR * (double)np * (double)kc * (double)reps / best * 1e-9;
                 if (g > gf[which]) gf[which] = g;
             }
         }
         for (int which = 0; which < KERNELS; which++)
-            printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[which], gf[which],
+            if (gf[which] > 0) printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[which], gf[which],
                    peak > 0 ? 100 * gf[which] / peak : 0);
         printf("%-8s FMA peak (%d lanes, 1 thread, best of %d rounds): %.1f GFLOP/s; kc = %lld\n", k->name, lanes,
                ROUNDS, peak, (long long)kc);
