@@ -161,10 +161,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
      * (A not reused over taps) with rows of 256 B and x read in place too (see bw_range's pack):
      * res2a_1x1 at 2 threads 1.0 -> 0.75 ms, at 1 thread the same; with C = 256 (res2b_reduce)
      * 5-10% slower at 1 thread. The products and sums are those of the packed tiles. */
+    g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* W-folded swapped rows of 7 taps x 3 channels (the RGB stem) fill 6-row tiles to 21 of 24. */
     const nconv_f32_gemm_ib_np_fn ib7 = nconv__kernels()->gemm_ib7_np;
     g->bw_mr = ib7 && g->wfold && g->bw_swap && div_up(width, 7) * 7 < div_up(width, MR) * MR ? 7 : MR;
-    g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
      * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend
