@@ -61,4 +61,16 @@ static inline void nconv__avx512_store_row(float *cr, __mmask16 m, __m512 v, int
     _mm512_mask_storeu_ps(cr, m, v);
 }
 
+/* Rows r < min(mr, 6) of one panel's accumulators acc0 .. acc5 into C rows ldc floats apart
+ * (the indirect-B kernels; the 7 x 16 one adds row 6). */
+#define NCONV_AVX512_STORE6(acc, cp, ldc, m, mr, accumulate)                                              \
+    do {                                                                                                  \
+        nconv__avx512_store_row(cp, m, acc##0, accumulate);                                               \
+        if ((mr) > 1) nconv__avx512_store_row((cp) + (ldc), m, acc##1, accumulate);                       \
+        if ((mr) > 2) nconv__avx512_store_row((cp) + 2 * (ldc), m, acc##2, accumulate);                   \
+        if ((mr) > 3) nconv__avx512_store_row((cp) + 3 * (ldc), m, acc##3, accumulate);                   \
+        if ((mr) > 4) nconv__avx512_store_row((cp) + 4 * (ldc), m, acc##4, accumulate);                   \
+        if ((mr) > 5) nconv__avx512_store_row((cp) + 5 * (ldc), m, acc##5, accumulate);                   \
+    } while (0)
+
 #endif

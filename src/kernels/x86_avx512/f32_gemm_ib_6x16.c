@@ -22,8 +22,6 @@
         }                                                                                                 \
     } while (0)
 
-#define store_row nconv__avx512_store_row
-
 static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
                float *c, int64_t ldc, int accumulate) {
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
@@ -41,12 +39,7 @@ static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, 
 #undef LOAD_MASKED
     e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
     e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
-    store_row(c, m, e0, accumulate);
-    if (mr > 1) store_row(c + ldc, m, e1, accumulate);
-    if (mr > 2) store_row(c + 2 * ldc, m, e2, accumulate);
-    if (mr > 3) store_row(c + 3 * ldc, m, e3, accumulate);
-    if (mr > 4) store_row(c + 4 * ldc, m, e4, accumulate);
-    if (mr > 5) store_row(c + 5 * ldc, m, e5, accumulate);
+    NCONV_AVX512_STORE6(e, c, ldc, m, mr, accumulate);
 }
 
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
@@ -106,12 +99,8 @@ void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
         e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
         f0 = _mm512_add_ps(f0, p0), f1 = _mm512_add_ps(f1, p1), f2 = _mm512_add_ps(f2, p2);
         f3 = _mm512_add_ps(f3, p3), f4 = _mm512_add_ps(f4, p4), f5 = _mm512_add_ps(f5, p5);
-        store_row(cq, 0xffff, e0, accumulate), store_row(cq + 16, m, f0, accumulate);
-        if (mr > 1) store_row(cq + ldc, 0xffff, e1, accumulate), store_row(cq + ldc + 16, m, f1, accumulate);
-        if (mr > 2) store_row(cq + 2 * ldc, 0xffff, e2, accumulate), store_row(cq + 2 * ldc + 16, m, f2, accumulate);
-        if (mr > 3) store_row(cq + 3 * ldc, 0xffff, e3, accumulate), store_row(cq + 3 * ldc + 16, m, f3, accumulate);
-        if (mr > 4) store_row(cq + 4 * ldc, 0xffff, e4, accumulate), store_row(cq + 4 * ldc + 16, m, f4, accumulate);
-        if (mr > 5) store_row(cq + 5 * ldc, 0xffff, e5, accumulate), store_row(cq + 5 * ldc + 16, m, f5, accumulate);
+        NCONV_AVX512_STORE6(e, cq, ldc, 0xffff, mr, accumulate);
+        NCONV_AVX512_STORE6(f, cq + 16, ldc, m, mr, accumulate);
     }
     if (q < np) ib(mr, nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, accumulate);
 }

@@ -18,17 +18,10 @@
         NCONV_AVX512_ROW2(e, f, 6, bq, br, ak);                                                           \
     } while (0)
 
-#define store_row nconv__avx512_store_row
-
 #define STORE7(acc, cp, m)                                                                                \
     do {                                                                                                  \
-        store_row(cp, m, acc##0, accumulate);                                                             \
-        if (mr > 1) store_row(cp + ldc, m, acc##1, accumulate);                                           \
-        if (mr > 2) store_row(cp + 2 * ldc, m, acc##2, accumulate);                                       \
-        if (mr > 3) store_row(cp + 3 * ldc, m, acc##3, accumulate);                                       \
-        if (mr > 4) store_row(cp + 4 * ldc, m, acc##4, accumulate);                                       \
-        if (mr > 5) store_row(cp + 5 * ldc, m, acc##5, accumulate);                                       \
-        if (mr > 6) store_row(cp + 6 * ldc, m, acc##6, accumulate);                                       \
+        NCONV_AVX512_STORE6(acc, cp, ldc, m, mr, accumulate);                                             \
+        if (mr > 6) nconv__avx512_store_row(cp + 6 * ldc, m, acc##6, accumulate);                         \
     } while (0)
 
 void nconv_f32_gemm_ib_7x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
