@@ -110,7 +110,7 @@ typedef enum nconv_direction {
 /** Algorithm selection policy of a context. */
 typedef enum nconv_algo_policy {
     NCONV_POLICY_HEURISTIC = 0, /* first applicable algorithm in preference order */
-    NCONV_POLICY_BENCHMARK = 1, /* time every applicable algorithm once per problem, cache the winner */
+    NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the workspace once per problem, cache the winner */
     NCONV_POLICY_FORCED = 2     /* the algorithm named by nconv_context_set_algorithm */
 } nconv_algo_policy;
 
@@ -243,8 +243,10 @@ NCONV_API nconv_status nconv_context_create_with_allocator(nconv_context **ctx, 
  *  free. Memory the context keeps is released first. */
 NCONV_API nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocator *allocator);
 /** The most bytes one call on ctx may allocate (0, the default: no limit).
- *  A call that would need more fails with NCONV_OUT_OF_MEMORY before
- *  allocating anything; a caller-given workspace does not count. */
+ *  An f32 call whose workspace would exceed it runs in smaller pieces (see
+ *  nconv_workspace_size); one that still needs more fails with
+ *  NCONV_OUT_OF_MEMORY before allocating anything. A caller-given workspace
+ *  does not count. */
 NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes);
 
 /** Number of algorithms and their names, preference order, reference last. */
@@ -268,9 +270,22 @@ typedef enum nconv_op {
     NCONV_OP_BACKWARD = 1  /* nconv_backward with every output requested */
 } nconv_op;
 
-/** Bytes of workspace the call needs (an upper bound for any output mask): for
- *  the algorithm ctx's policy runs (the heuristic's choice, the forced one, or
- *  under the benchmark policy the largest of the applicable ones). */
+/** Bytes of workspace the call needs (an upper bound for any output mask and
+ *  any layout of the operands): for the forced algorithm, else the
+ *  heuristic's choice. The benchmark policy times the applicable algorithms
+ *  whose workspace fits the call's (the heuristic's always): a larger
+ *  caller-given workspace lets it try more.
+ *
+ *  Bounded: an f32 call whose algorithm would need more than max(16 MiB, its
+ *  largest operand) (or the context's memory limit, where lower) runs as
+ *  smaller convolutions: runs of images, then, when one image is too large,
+ *  bands of rows of the outermost spatial dim (zero padding; backward-data
+ *  needs stride 1 along it). The pieces are chosen from the workspace at one
+ *  thread, so results stay bitwise identical for any thread count; each more
+ *  thread adds its scratch (tens to hundreds of KiB). With relu, backward's
+ *  masked copy of dy comes on top. A call given a workspace runs the pieces
+ *  this query planned; without one it plans for its operands' layouts
+ *  (channels-last f32 operands are not copied, so they rarely need pieces). */
 NCONV_API nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                   const nconv_epilogue *epi, size_t *bytes);
 

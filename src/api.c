@@ -47,6 +47,7 @@ typedef struct operands {
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
     int64_t out[NCONV_MAX_SPATIAL];
     int relu; /* the epilogue's activation */
+    nconv_split split[3]; /* per core direction, see forward_ws, backward_ws */
 } operands;
 
 static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, operands *o) {
@@ -62,31 +63,18 @@ static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, o
     return NCONV_OK;
 }
 
-/* Workspace of the algorithm the call may run for (c, dir): the forced or the heuristic's
- * one, else (the benchmark policy runs all) the largest of the applicable ones. */
-static size_t algo_workspace(nconv_context *ctx, const nconv_core *c, nconv_direction dir) {
-    const int threads = nconv__ctx_threads(ctx);
-    const nconv_algo *chosen = nconv__ctx_forced(ctx);
-    if (chosen || (!nconv__ctx_benchmarks(ctx) && !nconv__plan(ctx, c, dir, NULL, &chosen)))
-        return chosen->workspace(c, dir, threads);
-    size_t best = 0;
-    for (int i = 0; i < nconv__algo_count(); i++) {
-        const nconv_algo *a = nconv__algo_at(i);
-        if (!a->applies(c, dir, NULL)) continue;
-        size_t s = a->workspace(c, dir, threads);
-        if (s > best) best = s;
-    }
-    return best;
-}
-
 static void verbose(const nconv_problem *p, const char *op, nconv_direction dir, const nconv_algo *a,
-                    const nconv_core *c) {
+                    const nconv_core *c, int64_t piece, int64_t pieces) {
     const char *env = getenv("NCONV_VERBOSE");
     if (!env || strcmp(env, "1")) return;
     static const char *const dn[] = {"fwd", "bwd_d", "bwd_w"};
     char desc[512] = "";
     nconv_problem_to_desc(p, desc, sizeof desc);
     fprintf(stderr, "nconv_verbose,%s,core=%s,algo=%s", op, dn[dir], a->name);
+    if (pieces > 1)
+        fprintf(stderr, ",piece %lld of %lld: mb%lld in %lldx%lldx%lld out %lldx%lldx%lld", (long long)piece + 1,
+                (long long)pieces, (long long)c->N, (long long)c->in[0], (long long)c->in[1], (long long)c->in[2],
+                (long long)c->out[0], (long long)c->out[1], (long long)c->out[2]);
     for (int i = 0; i < nconv__algo_count(); i++) {
         const nconv_algo *b = nconv__algo_at(i);
         const char *why = "";
@@ -97,38 +85,122 @@ static void verbose(const nconv_problem *p, const char *op, nconv_direction dir,
     fprintf(stderr, ",%s\n", desc);
 }
 
-/* db_lanes, db_done: see nconv_exec (NULL, NULL: no bias gradient wanted). */
+static nconv_status run_piece(nconv_context *ctx, const operands *o, const char *op, const nconv_exec *e,
+                              int64_t piece, int64_t pieces) {
+    const nconv_algo *a;
+    size_t used = e->ws->used;
+    nconv_status st = nconv__plan(ctx, e->c, e->dir, e, &a);
+    if (st) return st;
+    if (e->db_done) *e->db_done = 0; /* the benchmark policy's trial runs do not count */
+    verbose(&o->p, op, e->dir, a, e->c, piece, pieces);
+    st = a->run(e);
+    e->ws->used = used;
+    return st;
+}
+
+/* db_lanes, db_done: see nconv_exec (NULL, NULL: no bias gradient wanted). The call runs in
+ * the pieces of o->split[dir] (see split.c). */
 static nconv_status run_core(nconv_context *ctx, const operands *o, const char *op, nconv_direction dir,
                              const nconv_view *x, const nconv_view *w, const nconv_view *y, const nconv_epi *epi,
                              nconv_arena *ws, double *db_lanes, int *db_done) {
-    nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx), nconv__ctx_pool(ctx), db_lanes, db_done};
-    const nconv_algo *a;
-    size_t used = ws->used;
-    nconv_status st = nconv__plan(ctx, &o->c, dir, &e, &a);
-    if (st) return st;
-    if (db_done) *db_done = 0; /* the benchmark policy's trial runs do not count */
-    verbose(&o->p, op, dir, a, &o->c);
-    st = a->run(&e);
+    const nconv_split *s = &o->split[dir];
+    const int64_t pieces = nconv__split_pieces(&o->c, dir, s);
+    if (pieces == 1) {
+        nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx), nconv__ctx_pool(ctx), db_lanes, db_done, 0};
+        return run_piece(ctx, o, op, &e, 0, 1);
+    }
+    /* bwd_w: the first piece writes dw and db's lanes; the others add into dw, or write a dense
+     * dw that is added, and write lanes of their own, added to the first's in piece order */
+    const int acc = dir == NCONV_DIR_BWD_W && nconv__split_accumulates(ctx, &o->c, dir, s);
+    nconv_view sum = *w;
+    double *lanes = NULL;
+    int done = 1, piece_done = 0;
+    if (dir == NCONV_DIR_BWD_W) {
+        if (!acc)
+            nconv__view_dense_like(&sum, nconv__arena_take(ws, sizeof(float) * (size_t)nconv__view_numel(w)),
+                                   NCONV_F32, w);
+        lanes = nconv__arena_take(ws, 4 * sizeof(double) * (size_t)o->c.O);
+    }
+    const size_t used = ws->used;
+    for (int64_t i = 0; i < pieces; i++) {
+        nconv_piece p;
+        if (!nconv__split_piece(&o->c, dir, s, i, &p))
+            return nconv__error(NCONV_INTERNAL_ERROR, "nconv: piece %lld of the split is empty", (long long)i);
+        nconv_view xp, yp, zp;
+        nconv__piece_view(x, p.n0, p.c.N, s->axis, p.x0, s->axis < 0 ? 0 : p.c.in[s->axis], &xp);
+        nconv__piece_view(y, p.n0, p.c.N, s->axis, p.y0, s->axis < 0 ? 0 : p.c.out[s->axis], &yp);
+        nconv_epi ep;
+        if (epi) { /* z is like the written activation */
+            ep = *epi;
+            const nconv_view *out = dir == NCONV_DIR_FWD ? &yp : &xp;
+            if (epi->z) {
+                nconv__piece_view(epi->z, p.n0, p.c.N, s->axis, dir == NCONV_DIR_FWD ? p.y0 : p.x0,
+                                  s->axis < 0 ? 0 : out->shape[2 + s->axis], &zp);
+                ep.z = &zp;
+            }
+        }
+        const int more = i > 0 && dir == NCONV_DIR_BWD_W;
+        double *pl = db_lanes && done ? (more ? lanes : db_lanes) : NULL;
+        nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, nconv__ctx_threads(ctx),
+                        nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc};
+        nconv_status st = run_piece(ctx, o, op, &e, i, pieces);
+        if (st) return st;
+        done &= piece_done;
+        if (more) {
+            if (!acc) nconv__add_f32(w, &sum);
+            if (pl && done)
+                for (int64_t l = 0; l < 4 * o->c.O; l++) db_lanes[l] += lanes[l];
+        }
+    }
+    if (db_done) *db_done = db_lanes && done;
     ws->used = used;
-    return st;
+    return NCONV_OK;
+}
+
+/* The workspace a call aims at: max(16 MiB, its largest operand), or the context's memory
+ * limit where lower, less `fixed` bytes the call takes besides its algorithm runs (but at
+ * least half of it). */
+static size_t call_budget(nconv_context *ctx, const operands *o, size_t fixed) {
+    int64_t big = prod(o->xs, o->p.ndims + 2);
+    if (prod(o->ws, o->p.ndims + 2) > big) big = prod(o->ws, o->p.ndims + 2);
+    if (prod(o->ys, o->p.ndims + 2) > big) big = prod(o->ys, o->p.ndims + 2);
+    size_t limit = nconv_dtype_size(o->p.dtype) * (size_t)big;
+    if (limit < ((size_t)16 << 20)) limit = (size_t)16 << 20;
+    const size_t ctx_limit = nconv__ctx_memory_limit(ctx);
+    if (ctx_limit && ctx_limit < limit) limit = ctx_limit;
+    return fixed < limit / 2 ? limit - fixed : limit / 2;
+}
+
+/* The channels-last copies (NCONV_COPY_*) of a core call on these views (NULL: a query, or an
+ * output not wanted): both. A call with the caller's workspace plans as the query did, so
+ * that the query's size is enough for it (fewer copies need less for the same pieces). */
+static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_view *y, const nconv_epi *epi,
+                          const void *workspace) {
+    if (!x || !y || workspace) return NCONV_COPY_BOTH;
+    const nconv_exec e = {.dir = dir, .x = x, .y = y, .epi = epi};
+    return nconv__exec_copies(&e);
 }
 
 /* Workspace: 64 bytes of alignment slack, then for backward the dpre buffer
  * (relu), then the largest of what is used one after another: each
  * algorithm run, the bias-gradient sums (with backward-weights' run and the
- * sums both after the bias gradient's lanes, which that run may fill). */
-static size_t forward_ws(nconv_context *ctx, const operands *o) {
-    return 64 + algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD);
+ * sums both after the bias gradient's lanes, which that run may fill).
+ * Each core call's pieces go to o->split; copies: see copies_of. */
+static size_t forward_ws(nconv_context *ctx, operands *o, unsigned copies) {
+    const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
+    return 64 + nconv__split_choose(ctx, &o->c, dir, copies, call_budget(ctx, o, 64), &o->split[dir]);
 }
 
-static size_t backward_ws(nconv_context *ctx, const operands *o) {
-    size_t a = algo_workspace(ctx, &o->c, o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D);
-    size_t b = algo_workspace(ctx, &o->c, NCONV_DIR_BWD_W);
+static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, unsigned dw_copies) {
     const size_t ny = (size_t)prod(o->ys, o->p.ndims + 2);
     const size_t g = o->relu ? nconv__ws_round(nconv_dtype_size(o->p.dtype) * ny) : 0; /* dpre, only with relu */
     size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
     /* db's lanes stay from dw's run to db's sums */
     const size_t lanes = nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
+    const size_t budget = call_budget(ctx, o, 64 + g + lanes);
+    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
+    size_t a = nconv__split_choose(ctx, &o->c, dx_dir, dx_copies, budget, &o->split[dx_dir]);
+    size_t b = nconv__split_choose(ctx, &o->c, NCONV_DIR_BWD_W, dw_copies, budget, &o->split[NCONV_DIR_BWD_W]);
     size_t m = lanes + (b > db ? b : db);
     if (a > m) m = a;
     return 64 + g + m;
@@ -158,8 +230,8 @@ nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nc
     nconv_status st = prepare(p, epi, &o);
     if (st) return st;
     if (!bytes) return INVALID("bytes is NULL");
-    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o);
-    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o);
+    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o, NCONV_COPY_BOTH);
+    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o, NCONV_COPY_BOTH, NCONV_COPY_BOTH);
     else return INVALID("op = %d: not an operation", (int)op);
     return NCONV_OK;
 }
@@ -191,7 +263,8 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
 
     nconv_arena arena;
     void *owned;
-    const size_t need = forward_ws(ctx, &o);
+    const size_t need = forward_ws(ctx, &o, p->transposed ? copies_of(NCONV_DIR_BWD_D, &yv, &xv, &e, workspace)
+                                                          : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace));
     if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
     if (!p->transposed)
         st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena, NULL, NULL);
@@ -230,15 +303,23 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     if (forced && ((dx && !forced->applies(&o.c, dx_dir, &why)) || (dw && !forced->applies(&o.c, NCONV_DIR_BWD_W, &why))))
         return nconv__error(NCONV_UNSUPPORTED, "nconv: algorithm = '%s' does not apply: %s", forced->name, why);
 
+    nconv_view dyv, xv, wv, dxv, dpre;
+    make_view(p, dy, o.ys[0], o.ys[1], o.ys + 2, &dyv);
+    if (x) make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
+    if (w) make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
+    if (dx) make_view(p, dx, o.xs[0], o.xs[1], o.xs + 2, &dxv);
+    /* (dpre below is channels-last where dy is) */
+    const unsigned dx_copies = p->transposed ? copies_of(NCONV_DIR_FWD, &dyv, dx ? &dxv : NULL, NULL, workspace)
+                                             : copies_of(NCONV_DIR_BWD_D, dx ? &dxv : NULL, &dyv, NULL, workspace);
+    const unsigned dw_copies = p->transposed ? copies_of(NCONV_DIR_BWD_W, &dyv, x ? &xv : NULL, NULL, workspace)
+                                             : copies_of(NCONV_DIR_BWD_W, x ? &xv : NULL, &dyv, NULL, workspace);
     nconv_arena arena;
     void *owned;
-    const size_t need = backward_ws(ctx, &o);
+    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies);
     if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
 
     /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then
      * a dense copy in the problem's dtype, channels-last if dy is. */
-    nconv_view dyv, dpre;
-    make_view(p, dy, o.ys[0], o.ys[1], o.ys + 2, &dyv);
     dpre = dyv;
     if (relu) {
         nconv_view yv;
@@ -247,12 +328,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
         nconv__relu_grad(&dpre, &dyv, &yv);
     }
 
-    nconv_view xv, wv;
-    if (x) make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
-    if (w) make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
     if (dx && !st) {
-        nconv_view dxv;
-        make_view(p, dx, o.xs[0], o.xs[1], o.xs + 2, &dxv);
         if (!p->transposed)
             st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_D, &dxv, &wv, &dpre, NULL, &arena, NULL, NULL);
         else st = run_core(ctx, &o, "backward", NCONV_DIR_FWD, &dpre, &wv, &dxv, NULL, &arena, NULL, NULL);

@@ -139,6 +139,8 @@ void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
  * order (deterministic). */
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
+/* dst += src, f32 views of one shape. */
+void nconv__add_f32(const nconv_view *dst, const nconv_view *src);
 /* sums: room for 5 * channels doubles (the rest is scratch); results first. */
 struct nconv_pool;
 void nconv__channel_sums(struct nconv_pool *pool, int threads, const nconv_view *src, double *sums);
@@ -244,6 +246,9 @@ struct nconv_exec {
      * necessarily nconv__channel_sums' bits); else the caller sums dy. */
     double *db_lanes;
     int *db_done;
+    /* bwd_w: add the result to w instead of writing it (set only for algorithms whose
+     * nconv_algo.accumulates is set; w is f32). */
+    int accumulate;
 };
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */
@@ -251,15 +256,23 @@ void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);
 /* The number of threads nconv__parallel(e, ...) runs: e's, at most NCONV_MAX_THREADS. */
 int nconv__parallel_width(const nconv_exec *e);
 
+/* The activations a call copies into channels-last f32 buffers: those not NHWC
+ * f32 already, and its output when z is given (nconv__nxc_input, _output).
+ * A workspace query knows no layouts: it counts both. */
+enum { NCONV_COPY_X = 1, NCONV_COPY_Y = 2, NCONV_COPY_BOTH = 3 };
+unsigned nconv__exec_copies(const nconv_exec *e);
+
 typedef struct nconv_algo {
     const char *name;
     /* 1 if the algorithm computes dir of c; else 0 and a static reason. */
     int (*applies)(const nconv_core *c, nconv_direction dir, const char **why_not);
-    size_t (*workspace)(const nconv_core *c, nconv_direction dir, int threads);
+    /* Bytes the run takes from e->ws, for the channels-last copies in `copies` (NCONV_COPY_*). */
+    size_t (*workspace)(const nconv_core *c, nconv_direction dir, int threads, unsigned copies);
     nconv_status (*run)(const nconv_exec *e);
     /* The heuristic policy skips an applicable algorithm when this says 0
      * (NULL: always preferred); forced and benchmark policies ignore it. */
     int (*preferred)(const nconv_core *c, nconv_direction dir);
+    int accumulates; /* bwd_w honours nconv_exec.accumulate */
 } nconv_algo;
 
 extern const nconv_algo nconv_algo_depthwise;
@@ -308,6 +321,33 @@ void nconv__ctx_ws_release(nconv_context *ctx, void *p, size_t size);
 /* The algorithm forced on ctx, or NULL. */
 const nconv_algo *nconv__ctx_forced(const nconv_context *ctx);
 int nconv__ctx_benchmarks(const nconv_context *ctx); /* whether the benchmark policy is set */
+
+/* Memory-bounded execution (split.c): a core call as pieces, runs of nb images
+ * and, with axis >= 0, bands of `rows` rows along spatial axis `axis` (output
+ * rows for fwd and bwd_w, input rows for bwd_d). */
+typedef struct nconv_split {
+    int64_t nb;
+    int axis;
+    int64_t rows;
+} nconv_split;
+/* A piece: its core, first image, and first row along the axis of x and of y. */
+typedef struct nconv_piece {
+    nconv_core c;
+    int64_t n0, x0, y0;
+} nconv_piece;
+/* The coarsest split whose workspace at one thread, with the channels-last
+ * copies in `copies`, fits budget (none fits: the whole call), f32 only;
+ * returns its workspace at ctx's thread count. */
+size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+                           size_t budget, nconv_split *s);
+int64_t nconv__split_pieces(const nconv_core *c, nconv_direction dir, const nconv_split *s);
+/* 1 if the algorithm of every piece adds into dw (not under the benchmark policy). */
+int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s);
+/* 0 if piece i is empty (a split_choose result has none). */
+int nconv__split_piece(const nconv_core *c, nconv_direction dir, const nconv_split *s, int64_t i, nconv_piece *p);
+/* v's images n0 .. n0 + nn and, with axis >= 0, rows r0 .. r0 + nr along it. */
+void nconv__piece_view(const nconv_view *v, int64_t n0, int64_t nn, int axis, int64_t r0, int64_t nr, nconv_view *out);
+size_t nconv__ctx_memory_limit(const nconv_context *ctx); /* 0: none */
 
 /* Reference kernels: dense C-order f64 arrays in the core shapes; taps is
  * scratch for k[0] + k[1] + k[2] int64 indices. */

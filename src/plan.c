@@ -130,6 +130,8 @@ nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocat
     return NCONV_OK;
 }
 
+size_t nconv__ctx_memory_limit(const nconv_context *ctx) { return ctx ? ctx->mem_limit : 0; }
+
 nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
     ctx->mem_limit = bytes;
@@ -254,6 +256,13 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The first applicable algorithm the heuristic prefers (the reference always applies). */
+static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir) {
+    for (int i = 0; i < nconv__algo_count(); i++)
+        if (algos[i]->applies(c, dir, NULL) && (!algos[i]->preferred || algos[i]->preferred(c, dir))) return algos[i];
+    return NULL;
+}
+
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_exec *bench,
                          const nconv_algo **out) {
     if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
@@ -266,10 +275,15 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
     if (ctx && ctx->policy == NCONV_POLICY_BENCHMARK && bench) {
         const nconv_algo *a = cache_get(ctx, c, dir);
         if (!a) {
+            /* The candidates: what fits the workspace at hand (the call's need is the heuristic's) */
+            const nconv_algo *h = heuristic(c, dir);
+            const size_t room = bench->ws->size - bench->ws->used;
+            const unsigned copies = nconv__exec_copies(bench);
             double best = 0;
             size_t used = bench->ws->used;
             for (int i = 0; i < nconv__algo_count(); i++) {
                 if (!algos[i]->applies(c, dir, NULL)) continue;
+                if (algos[i] != h && algos[i]->workspace(c, dir, bench->threads, copies) > room) continue;
                 double t0 = now_s();
                 nconv_status st = algos[i]->run(bench);
                 double t = now_s() - t0;
@@ -282,10 +296,6 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
         *out = a;
         return NCONV_OK;
     }
-    for (int i = 0; i < nconv__algo_count(); i++)
-        if (algos[i]->applies(c, dir, NULL) && (!algos[i]->preferred || algos[i]->preferred(c, dir))) {
-            *out = algos[i];
-            return NCONV_OK;
-        }
+    if ((*out = heuristic(c, dir))) return NCONV_OK;
     return nconv__error(NCONV_INTERNAL_ERROR, "nconv: no algorithm applies (the reference always should)");
 }

@@ -412,6 +412,17 @@ void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alph
                                       alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k)));
 }
 
+void nconv__add_f32(const nconv_view *dst, const nconv_view *src) {
+    const int64_t *s = dst->shape;
+    float *d = dst->data;
+    const float *a = src->data;
+    for (int64_t n = 0; n < s[0]; n++)
+        for (int64_t c = 0; c < s[1]; c++)
+            for (int64_t i = 0; i < s[2]; i++)
+                for (int64_t j = 0; j < s[3]; j++)
+                    for (int64_t k = 0; k < s[4]; k++) d[VIEW_OFF(dst, n, c, i, j, k)] += a[VIEW_OFF(src, n, c, i, j, k)];
+}
+
 int nconv__view_all_finite(const nconv_view *v) {
     const int64_t *s = v->shape;
     if (v->dt == NCONV_F32 && nconv__view_is_dense(v)) {
@@ -520,6 +531,13 @@ const float *nconv__nxc_input(const nconv_exec *e, const nconv_view *v, float *b
 float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, int *fuse) {
     *fuse = nconv__view_is_nxc_f32(v) && (!epi || !epi->z);
     return *fuse ? (float *)v->data : buf;
+}
+
+unsigned nconv__exec_copies(const nconv_exec *e) {
+    const int z = e->epi && e->epi->z;
+    const int cx = !nconv__view_is_nxc_f32(e->x) || (e->dir == NCONV_DIR_BWD_D && z);
+    const int cy = !nconv__view_is_nxc_f32(e->y) || (e->dir == NCONV_DIR_FWD && z);
+    return (cx ? NCONV_COPY_X : 0u) | (cy ? NCONV_COPY_Y : 0u);
 }
 
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n) {

@@ -818,7 +818,110 @@ static void test_bw_chunks(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Calls over a context memory limit below their workspace run in pieces (images, then bands
+ * of rows; see src/split.c): every algorithm that takes them, against the reference, with
+ * the epilogue, transposed problems, padding modes and 1D / 2D / 3D, bitwise the same on 1-3
+ * threads. Fails if a piece's rows, padding or offsets are off, or if bwd_w drops a piece. */
+static void test_split(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 23;
+    /* ndims, N, C, O, G, size, kernel, stride, padding, dilation, transposed, mode, algorithm */
+    const struct { int nd; int64_t n, c, o, g, size, k, s, pad, d; int tr, mode; const char *algo; } cases[] = {
+        {2, 4, 8, 16, 1, 30, 3, 1, 1, 1, 0, 0, NULL},       {2, 4, 8, 16, 1, 30, 3, 1, 1, 1, 0, 0, "igemm"},
+        {2, 1, 8, 16, 1, 40, 3, 1, 2, 2, 0, 0, "winograd"}, {2, 3, 5, 7, 1, 31, 3, 2, 1, 1, 0, 0, "igemm"},
+        {2, 1, 3, 16, 1, 40, 7, 2, 3, 1, 0, 0, NULL},       {1, 1, 3, 16, 1, 900, 5, 1, 2, 1, 0, 0, NULL},
+        {1, 2, 4, 24, 1, 600, 5, 2, 0, 1, 0, 0, "igemm"},   {3, 1, 4, 8, 1, 12, 3, 1, 1, 1, 0, 0, NULL},
+        {2, 3, 32, 32, 4, 24, 3, 1, 1, 1, 0, 0, "grouped"}, {2, 2, 16, 16, 16, 30, 3, 1, 1, 1, 0, 0, "depthwise"},
+        {2, 3, 8, 6, 1, 15, 4, 2, 1, 1, 1, 0, NULL},        {2, 1, 8, 6, 1, 30, 3, 1, 1, 1, 1, 0, "igemm"},
+        {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL}};
+    int split[2] = {0, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, cases[i].nd);
+        p.batch = cases[i].n, p.in_channels = cases[i].c, p.out_channels = cases[i].o, p.groups = cases[i].g;
+        p.transposed = cases[i].tr, p.padding_mode = (nconv_padding_mode)cases[i].mode;
+        for (int d = 0; d < p.ndims; d++) {
+            p.in_size[d] = cases[i].size - d, p.kernel[d] = cases[i].k, p.stride[d] = cases[i].s;
+            p.pad_begin[d] = p.pad_end[d] = cases[i].pad, p.dilation[d] = cases[i].d;
+        }
+        char desc[512] = "";
+        nconv_problem_to_desc(&p, desc, sizeof desc);
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "case %zu: %s", i, nconv_last_error());
+        nconv_context_set_memory_limit(ctx, 0);
+        nconv_context_set_algorithm(ctx, cases[i].algo);
+        /* Most of a small call's workspace does not shrink with the piece (packed weights,
+         * per-thread blocks): the limits take fractions of the activations' copies off the
+         * whole call's need. */
+        int64_t xs[5], ws[5], ys[5], nx = 1, ny = 1;
+        nconv_problem_shapes(&p, xs, ws, ys);
+        for (int d = 0; d < p.ndims + 2; d++) nx *= xs[d], ny *= ys[d];
+        const size_t copies = sizeof(float) * (size_t)(nx + ny);
+        for (int op = 0; op < 2; op++) {
+            size_t whole, need;
+            nconv_context_set_memory_limit(ctx, 0);
+            nconv_context_set_threads(ctx, 1);
+            nconv_workspace_size(ctx, &p, (nconv_op)op, NULL, &whole);
+            for (int frac = 2; frac <= 8; frac *= 2) {
+                const int layout = (int)test_int(&rng, LAYOUT_NCX, LAYOUT_STRIDED);
+                uint64_t fill = test_rng(&rng);
+                operands r, a[4];
+                operands_make(&r, &p, layout, &rng, &fill);
+                r.has_b = 1, r.has_z = (int)test_int(&rng, 0, 1);
+                r.epi = (nconv_epilogue){test_int(&rng, 0, 1) ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
+                CHECK(run_all(ref, &p, &r) == NCONV_OK, "ref: %s", nconv_last_error());
+                const size_t limit = whole - copies + copies / (size_t)frac;
+                nconv_context_set_memory_limit(ctx, limit);
+                nconv_context_set_threads(ctx, 1);
+                nconv_workspace_size(ctx, &p, (nconv_op)op, &r.epi, &need);
+                /* a[0]: 1 thread, workspace allocated within the limit; a[1..3]: 1-3 threads with
+                 * the caller's workspace of the query's size (the pieces the query planned, the
+                 * same for every thread count) */
+                nconv_status st[4];
+                for (int t = 0; t < 4; t++) {
+                    operands_make(&a[t], &p, layout, &rng, &fill);
+                    a[t].has_b = r.has_b, a[t].has_z = r.has_z, a[t].epi = r.epi;
+                    if (op) memcpy(a[t].y.buf, r.y.buf, r.y.bytes); /* relu's mask */
+                    nconv_context_set_threads(ctx, t ? t : 1);
+                    size_t bytes = 0;
+                    if (t) nconv_workspace_size(ctx, &p, (nconv_op)op, &r.epi, &bytes);
+                    void *ws = t ? malloc(bytes) : NULL;
+                    st[t] = op ? nconv_backward(ctx, &p, &a[t].epi, &a[t].x.t, &a[t].w.t, &a[t].y.t, &a[t].dy.t, &a[t].dx.t,
+                                                &a[t].dw.t, &a[t].db.t, a[t].has_z ? &a[t].dz.t : NULL, ws, bytes)
+                               : nconv_forward(ctx, &p, &a[t].epi, &a[t].x.t, &a[t].w.t, &a[t].b.t,
+                                               a[t].has_z ? &a[t].z.t : NULL, &a[t].y.t, ws, bytes);
+                    free(ws);
+                    CHECK(st[t] == NCONV_OK || (need > limit && st[t] == NCONV_OUT_OF_MEMORY && !t), "case %zu: %s", i,
+                          nconv_last_error());
+                }
+                split[op] += need <= limit && need < whole;
+                for (int t = 0; t < 4; t++) {
+                    struct { const char *n; tensor *x, *y; int on; } outs[] = {
+                        {"y", &a[t].y, &r.y, !op}, {"dx", &a[t].dx, &r.dx, op}, {"dw", &a[t].dw, &r.dw, op},
+                        {"db", &a[t].db, &r.db, op}, {"dz", &a[t].dz, &r.dz, op && r.has_z}};
+                    for (size_t j = 0; j < sizeof outs / sizeof outs[0] && st[t] == NCONV_OK; j++) {
+                        if (!outs[j].on) continue;
+                        const double e = rel_err(outs[j].x, outs[j].y, NCONV_F32);
+                        CHECK(e <= 1e-5, "split case %zu (1/%d of the copies, layout %d, run %d): %s err %.3e on %s", i,
+                              frac, layout, t, outs[j].n, e, desc);
+                    }
+                }
+                for (int t = 2; t < 4; t++)
+                    CHECK(!memcmp(a[1].y.buf, a[t].y.buf, a[1].y.bytes) && !memcmp(a[1].dx.buf, a[t].dx.buf, a[1].dx.bytes) &&
+                              !memcmp(a[1].dw.buf, a[t].dw.buf, a[1].dw.bytes) && !memcmp(a[1].db.buf, a[t].db.buf, a[1].db.bytes),
+                          "split case %zu (1/%d): results differ between 1 and %d threads", i, frac, t);
+                operands_free(&r);
+                for (int t = 0; t < 4; t++) operands_free(&a[t]);
+            }
+        }
+    }
+    CHECK(split[0] >= 20 && split[1] >= 20, "only %d forward and %d backward calls ran in pieces", split[0], split[1]);
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 int main(void) {
+    test_split();
     test_winograd();
     test_winograd_blocks();
     test_winograd_slices();

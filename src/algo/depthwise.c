@@ -47,10 +47,10 @@ typedef struct dw_sizes {
     size_t x, y, w, init, zero, scratch;
 } dw_sizes;
 
-static size_t sizes(const nconv_core *c, int threads, dw_sizes *s) {
+static size_t sizes(const nconv_core *c, int threads, unsigned copies, dw_sizes *s) {
     const int64_t KS = nconv__core_kernel_spatial(c);
-    s->x = sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C);
-    s->y = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C);
+    s->x = copies & NCONV_COPY_X ? sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C) : 0;
+    s->y = copies & NCONV_COPY_Y ? sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C) : 0;
     s->w = sizeof(float) * (size_t)(KS * c->C); /* wt [KS][C], then the bwd_w sums */
     s->init = s->zero = sizeof(float) * (size_t)c->C;
     /* tap pointers, row bases per (k0, k1), the column of each (pixel column, k2) */
@@ -440,7 +440,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
     dw_sizes s;
-    sizes(c, e->threads, &s);
+    sizes(c, e->threads, nconv__exec_copies(e), &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     float *wt = nconv__arena_take(e->ws, s.w), *init = nconv__arena_take(e->ws, s.init);
     float *zero = nconv__arena_take(e->ws, s.zero);
@@ -479,13 +479,13 @@ static nconv_status dw_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     dw_sizes s;
-    size_t own = sizes(c, threads, &s);
+    size_t own = sizes(c, threads, copies, &s);
     plane_geo g;
     plane_geometry(c, dir, &g);
     if ((size_t)threads * g.scratch > own) own = (size_t)threads * g.scratch;
     return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
 
-const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run, NULL};
+const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run, NULL, 0};

@@ -10,16 +10,16 @@
  *   bwd_d: col[K x P]  = W_g^T * dY[Og x P], then col2im (scatter-add)
  *   bwd_w: dW_g[Og x K] += dY[Og x P] * row[P x K]           (row = col^T)
  * Padding modes are handled in the gathers through nconv__map_index, so
- * every mode runs here. Operands are first gathered into dense f32 buffers;
- * the output is scattered back with the epilogue. Summation order depends
- * only on the problem: results are deterministic.
+ * every mode runs here. Image by image, operands are gathered into dense
+ * f32 buffers and the output is scattered back with the epilogue. Summation
+ * order depends only on the problem: results are deterministic.
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
 
 #include <string.h>
 
-enum { COL_BUDGET = 1 << 21 }; /* floats in the column buffer: 8 MiB */
+enum { COL_BUDGET = 1 << 19 }; /* floats in the column buffer: 2 MiB */
 
 static int gemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     (void)dir;
@@ -35,21 +35,22 @@ typedef struct gemm_sizes {
     size_t x, w, y, col;
 } gemm_sizes;
 
+/* x and y: one image's (the call goes image by image). */
 static size_t sizes(const nconv_core *c, gemm_sizes *s) {
     const int64_t OS = nconv__core_out_spatial(c);
     s->K = (c->C / c->G) * nconv__core_kernel_spatial(c);
     s->P = COL_BUDGET / s->K;
     if (s->P < 1) s->P = 1;
     if (s->P > OS) s->P = OS;
-    s->x = sizeof(float) * (size_t)(c->N * c->C * nconv__core_in_spatial(c));
+    s->x = sizeof(float) * (size_t)(c->C * nconv__core_in_spatial(c));
     s->w = sizeof(float) * (size_t)(c->O * s->K);
-    s->y = sizeof(float) * (size_t)(c->N * c->O * OS);
+    s->y = sizeof(float) * (size_t)(c->O * OS);
     s->col = sizeof(float) * (size_t)(s->K * s->P);
     return nconv__ws_round(s->x) + nconv__ws_round(s->w) + nconv__ws_round(s->y) + nconv__ws_round(s->col);
 }
 
-static size_t gemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    (void)dir, (void)threads;
+static size_t gemm_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    (void)dir, (void)threads, (void)copies; /* gathers every operand whatever its layout */
     gemm_sizes s;
     return sizes(c, &s);
 }
@@ -101,18 +102,25 @@ static nconv_status gemm_run(const nconv_exec *e) {
     const int64_t Cg = c->C / c->G, Og = c->O / c->G, K = s.K;
     const int64_t IS = nconv__core_in_spatial(c), OS = nconv__core_out_spatial(c);
 
-    /* x [N, C, IS], w [O, K], y [N, O, OS], all dense f32. */
-    if (e->dir != NCONV_DIR_BWD_D) nconv__gather_f32(e->x, x);
+    /* Per image: x [C, IS], y [O, OS]; w [O, K] (dw summed over the images); all dense f32. */
     if (e->dir != NCONV_DIR_BWD_W) nconv__gather_f32(e->w, w);
-    if (e->dir != NCONV_DIR_FWD) nconv__gather_f32(e->y, y);
-    if (e->dir == NCONV_DIR_BWD_D) memset(x, 0, s.x);
     if (e->dir == NCONV_DIR_BWD_W) memset(w, 0, s.w);
-
-    for (int64_t n = 0; n < c->N; n++)
+    for (int64_t n = 0; n < c->N; n++) {
+        nconv_view xn, yn, zn;
+        nconv__piece_view(e->x, n, 1, -1, 0, 0, &xn);
+        nconv__piece_view(e->y, n, 1, -1, 0, 0, &yn);
+        nconv_epi epi;
+        if (e->epi) {
+            epi = *e->epi;
+            if (epi.z) nconv__piece_view(epi.z, n, 1, -1, 0, 0, &zn), epi.z = &zn;
+        }
+        if (e->dir != NCONV_DIR_BWD_D) nconv__gather_f32(&xn, x);
+        if (e->dir != NCONV_DIR_FWD) nconv__gather_f32(&yn, y);
+        if (e->dir == NCONV_DIR_BWD_D) memset(x, 0, s.x);
         for (int64_t g = 0; g < c->G; g++) {
-            float *xg = x + (n * c->C + g * Cg) * IS;
+            float *xg = x + g * Cg * IS;
             float *wg = w + g * Og * K;
-            float *yg = y + (n * c->O + g * Og) * OS;
+            float *yg = y + g * Og * OS;
             for (int64_t p0 = 0; p0 < OS; p0 += s.P) {
                 const int64_t np = OS - p0 < s.P ? OS - p0 : s.P;
                 switch (e->dir) {
@@ -131,18 +139,16 @@ static nconv_status gemm_run(const nconv_exec *e) {
                 }
             }
         }
-
-    switch (e->dir) {
-    case NCONV_DIR_FWD: nconv__scatter(e->y, y, 0, e->epi); break;
-    case NCONV_DIR_BWD_D: nconv__scatter(e->x, x, 0, e->epi); break;
-    case NCONV_DIR_BWD_W: nconv__scatter(e->w, w, 0, NULL); break;
+        if (e->dir == NCONV_DIR_FWD) nconv__scatter(&yn, y, 0, e->epi ? &epi : NULL);
+        if (e->dir == NCONV_DIR_BWD_D) nconv__scatter(&xn, x, 0, e->epi ? &epi : NULL);
     }
+    if (e->dir == NCONV_DIR_BWD_W) nconv__scatter(e->w, w, 0, NULL);
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_gemm = {"gemm", gemm_applies, gemm_workspace, gemm_run, NULL};
+const nconv_algo nconv_algo_gemm = {"gemm", gemm_applies, gemm_workspace, gemm_run, NULL, 0};
 
 size_t nconv__bwd_d_nonfinite_workspace(const nconv_core *c, int threads, size_t own) {
-    const size_t g = nconv_algo_gemm.workspace(c, NCONV_DIR_BWD_D, threads);
+    const size_t g = nconv_algo_gemm.workspace(c, NCONV_DIR_BWD_D, threads, NCONV_COPY_BOTH);
     return g > own ? g : own;
 }

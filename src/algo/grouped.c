@@ -76,13 +76,15 @@ typedef struct gsizes {
     size_t x, y, acc, zero, init;
 } gsizes;
 
-/* x: the blocked padded source; y: bwd_w's blocked dy, or the NHWC output; acc: bwd_w's sums, or the packed weights. */
-static size_t sizes(const nconv_core *c, nconv_direction dir, gsizes *s) {
+/* x: the blocked padded source; y: bwd_w's blocked dy, or the NHWC output (when it is copied);
+ * acc: bwd_w's sums, or the packed weights. */
+static size_t sizes(const nconv_core *c, nconv_direction dir, unsigned copies, gsizes *s) {
     const int64_t q = c->C / c->G;
     rowconv r;
     row_geometry(c, dir, &r);
     s->x = sizeof(float) * (size_t)(c->N * r.src[0] * r.src[1] * r.width * c->C);
-    s->y = sizeof(float) * (size_t)(c->N * r.dst[0] * r.dst[1] * r.dst[2] * c->C);
+    const unsigned out = dir == NCONV_DIR_FWD ? NCONV_COPY_Y : NCONV_COPY_X;
+    s->y = dir == NCONV_DIR_BWD_W || (copies & out) ? sizeof(float) * (size_t)(c->N * r.dst[0] * r.dst[1] * r.dst[2] * c->C) : 0;
     s->acc = sizeof(float) * (size_t)(c->C * nconv__core_kernel_spatial(c) * q); /* [block][t][j][8] */
     s->zero = sizeof(float) * (size_t)(r.width * VL);
     s->init = sizeof(float) * (size_t)c->C;
@@ -90,9 +92,9 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, gsizes *s) {
            nconv__ws_round(s->init);
 }
 
-static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads) { /* see grouped_run, rows_run */
-    gsizes s;
-    size_t own = sizes(c, dir, &s);
+static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    gsizes s; /* see grouped_run, rows_run */
+    size_t own = sizes(c, dir, copies, &s);
     if (dir != NCONV_DIR_BWD_W) own += nconv__ws_round(sizeof(float *) * (size_t)(nconv__core_kernel_spatial(c) * threads));
     return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
 }
@@ -254,7 +256,7 @@ static nconv_status rows_run(const nconv_exec *e) {
      * PyTorch computes no product (gemm's scatter drops those taps). */
     if (!fwd && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
     gsizes s;
-    sizes(c, e->dir, &s);
+    sizes(c, e->dir, nconv__exec_copies(e), &s);
     rowconv r;
     row_geometry(c, e->dir, &r);
     const int64_t KS = nconv__core_kernel_spatial(c), q = c->C / c->G;
@@ -298,7 +300,7 @@ static nconv_status grouped_run(const nconv_exec *e) {
     if (e->dir != NCONV_DIR_BWD_W) return rows_run(e);
     const nconv_core *c = e->c;
     gsizes s;
-    sizes(c, e->dir, &s);
+    sizes(c, e->dir, NCONV_COPY_BOTH, &s);
     rowconv r;
     row_geometry(c, e->dir, &r);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
@@ -314,4 +316,4 @@ static nconv_status grouped_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run, NULL};
+const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run, NULL, 0};

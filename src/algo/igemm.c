@@ -203,14 +203,15 @@ typedef struct ws_sizes {
     size_t x, y, w, packed, lanes, init, zero, jobs, shares, cols, scratch; /* scratch: per thread */
 } ws_sizes;
 
-static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
+/* x and y: their channels-last copies where `copies` has them, and x's W-padded copy (wfold: before
+ * the NHWC input, with MR floats bw_task may read past it; dcols: after dx's copy). */
+static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsigned copies, ws_sizes *s) {
     geo g;
     geometry(c, dir, threads, &g);
-    s->x = sizeof(float) * (size_t)(c->N * g.IS * c->C);
-    if (g.wfold || g.dcols) /* the W-padded copy (and MR floats bw_task may read past it), then the NHWC input (or dx) */
-        s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C + MR);
+    s->x = copies & NCONV_COPY_X ? sizeof(float) * (size_t)(c->N * g.IS * c->C) : 0;
+    if (g.wfold || g.dcols) s->x += sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g.iw_pad * c->C + MR);
     s->cols = s->lanes = 0;
-    s->y = sizeof(float) * (size_t)(c->N * g.OS * c->O);
+    s->y = copies & NCONV_COPY_Y ? sizeof(float) * (size_t)(c->N * g.OS * c->O) : 0;
     s->w = sizeof(int64_t) * (size_t)g.KS; /* tap offsets of the weight view */
     if (dir == NCONV_DIR_BWD_W) {
         s->packed = sizeof(float) * (size_t)(c->G * g.KS * g.Og * g.Cg * g.bw_chunks); /* dw sums per chunk, see bw_ctx */
@@ -243,9 +244,9 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_si
            nconv__ws_round(s->shares) + nconv__ws_round(s->cols) + (size_t)threads * nconv__ws_round(s->scratch);
 }
 
-static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     ws_sizes s;
-    size_t own = sizes(c, dir, threads, &s);
+    size_t own = sizes(c, dir, threads, copies, &s);
     if (nconv__planes_shape(c, dir)) {
         const size_t planes = nconv__planes_workspace(c, dir, threads);
         if (planes > own) own = planes;
@@ -1073,6 +1074,7 @@ typedef struct dw_ctx {
     const int64_t *toff;
     const float *acc;
     int64_t width;
+    int accumulate; /* dw += (see nconv_exec) */
 } dw_ctx;
 
 static void dw_task(void *arg, int tid, int nthreads) {
@@ -1085,7 +1087,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
     int64_t r0, r1;
     nconv__split(c->G * g->Og, tid, nthreads, &r0, &r1);
     const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
-    if (wf && g->bw_swap && wv->stride[1] == 1) { /* [c][o] sums to channels-last rows: 16 x 16 transposes */
+    if (wf && g->bw_swap && wv->stride[1] == 1 && !d->accumulate) { /* [c][o] sums to channels-last rows: 16 x 16 transposes */
         for (int64_t row = r0; row < r1;) {
             const int64_t gi = row / g->Og, o = row % g->Og, n = r1 - row < g->Og - o ? r1 - row : g->Og - o;
             for (int64_t t = 0; t < g->KS; t++) {
@@ -1099,7 +1101,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
     }
     /* Taps innermost and dense (OIHW): per output channel a [taps][Cg] -> [Cg][taps] transpose
      * (the scalar loop was a fifth of res5b_3x3's bwd_w). */
-    int dense_taps = wf && !g->bw_swap && !g->wfold && g->KS > 1;
+    int dense_taps = wf && !g->bw_swap && !g->wfold && g->KS > 1 && !d->accumulate;
     for (int64_t t = 0; t < g->KS && dense_taps; t++) dense_taps = d->toff[t] == t;
     for (int64_t row = r0; row < r1 && dense_taps; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
@@ -1112,13 +1114,14 @@ static void dw_task(void *arg, int tid, int nthreads) {
             const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
             const float *acc = d->acc + (gi * taps + tr) * g->Og * d->width;
             const int64_t base = row * wv->stride[0] + d->toff[t];
-            if (wf && !g->bw_swap && wv->stride[1] == 1) { /* channels-last weights, or 1x1 */
+            if (wf && !g->bw_swap && wv->stride[1] == 1 && !d->accumulate) { /* channels-last weights, or 1x1 */
                 memcpy(wf + base, acc + o * d->width + col0, sizeof(float) * (size_t)g->Cg);
                 continue;
             }
             for (int64_t ci = 0; ci < g->Cg; ci++) {
                 const float v = g->bw_swap ? acc[(col0 + ci) * g->Og + o] : acc[o * d->width + col0 + ci];
-                if (wf) wf[base + ci * wv->stride[1]] = v;
+                if (d->accumulate) wf[base + ci * wv->stride[1]] += v;
+                else if (wf) wf[base + ci * wv->stride[1]] = v;
                 else nconv__store1(wv->data, wv->dt, base + ci * wv->stride[1], v);
             }
         }
@@ -1332,7 +1335,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (g.dcols && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
     const size_t ws_mark = e->ws->used;
     ws_sizes s;
-    sizes(c, dir, threads, &s);
+    const unsigned copies = nconv__exec_copies(e);
+    sizes(c, dir, threads, copies, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     int64_t *toff = nconv__arena_take(e->ws, s.w);
     float *packed = nconv__arena_take(e->ws, s.packed);
@@ -1376,14 +1380,14 @@ static nconv_status igemm_run(const nconv_exec *e) {
         /* The sums' layout [Og][Cg] is dense f32 1x1 weights' own (one group, one chunk, not
          * swapped): then they go to dw directly (the copy after was 4 MiB for res5b_reduce). */
         const nconv_view *wv = e->w;
-        const int direct = wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap && g.bw_chunks == 1 &&
+        const int direct = !e->accumulate && wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap && g.bw_chunks == 1 &&
                            wv->stride[1] == 1 && wv->stride[0] == g.Cg;
         bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
                      c->G * taps * tiles, tiles, c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);
         if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
         if (lanes) *e->db_done = 1;
-        dw_ctx dc = {c, &g, wv, toff, packed, width};
+        dw_ctx dc = {c, &g, wv, toff, packed, width, e->accumulate};
         if (!direct) nconv__parallel(e, dw_task, &dc);
         return NCONV_OK;
     }
@@ -1396,8 +1400,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const wsrc ws_ = {e->w, toff};
     if (g.dcols) {
         float *col = nconv__arena_take(e->ws, s.cols);
-        /* The padded dx lives after the NHWC dx in xb (sizes() reserved both). */
-        float *pad = xb + c->N * g.IS * c->C;
+        /* The padded dx lives after the NHWC dx in xb, where it is copied (see sizes()). */
+        float *pad = xb + (copies & NCONV_COPY_X ? c->N * g.IS * c->C : 0);
         if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
         float *dxb = fuse ? dst : xb;
         bwd_d_cols(e, &g, k, y, dy_planes ? yv : NULL, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch),
@@ -1515,4 +1519,4 @@ static nconv_status igemm_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run, NULL};
+const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run, NULL, 1};

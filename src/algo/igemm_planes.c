@@ -470,9 +470,13 @@ static void pbw_out_task(void *arg, int tid, int nthreads) {
     const int64_t rows = b->e->c->O;
     int64_t r0, r1;
     nconv__split(rows, tid, nthreads, &r0, &r1);
+    float *wd = w->data;
     for (int64_t o = r0; o < r1; o++)
-        for (int64_t ci = 0; ci < b->Cg; ci++)
-            ((float *)w->data)[o * w->stride[0] + ci * w->stride[1]] = b->acc[o * b->Cg + ci];
+        for (int64_t ci = 0; ci < b->Cg; ci++) {
+            const int64_t off = o * w->stride[0] + ci * w->stride[1];
+            if (b->e->accumulate) wd[off] += b->acc[o * b->Cg + ci];
+            else wd[off] = b->acc[o * b->Cg + ci];
+        }
 }
 
 static nconv_status planes_bwd_w(const nconv_exec *e) {

@@ -18,8 +18,8 @@ static size_t sizes(const nconv_core *c, size_t *xs, size_t *ws, size_t *ys, siz
     return nconv__ws_round(*xs) + nconv__ws_round(*ws) + nconv__ws_round(*ys) + nconv__ws_round(*ts);
 }
 
-static size_t ref_workspace(const nconv_core *c, nconv_direction dir, int threads) {
-    (void)dir, (void)threads;
+static size_t ref_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    (void)dir, (void)threads, (void)copies;
     size_t a, b, d, e;
     return sizes(c, &a, &b, &d, &e);
 }
@@ -56,4 +56,4 @@ static nconv_status ref_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_ref = {"ref", ref_applies, ref_workspace, ref_run, NULL};
+const nconv_algo nconv_algo_ref = {"ref", ref_applies, ref_workspace, ref_run, NULL, 0};

@@ -141,11 +141,12 @@ typedef struct ws_sizes {
     size_t src, dst, u, org, zero, init, shares, scratch; /* scratch: per thread */
 } ws_sizes;
 
-static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, ws_sizes *s) {
+static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsigned copies, ws_sizes *s) {
     wgeo g;
     geometry(c, dir, threads, &g);
-    s->src = sizeof(float) * (size_t)(c->N * g.src[0] * g.src[1] * g.src[2] * g.K);
-    s->dst = sizeof(float) * (size_t)(c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols);
+    const int bwd = dir == NCONV_DIR_BWD_D;
+    s->src = copies & (bwd ? NCONV_COPY_Y : NCONV_COPY_X) ? sizeof(float) * (size_t)(c->N * g.src[0] * g.src[1] * g.src[2] * g.K) : 0;
+    s->dst = copies & (bwd ? NCONV_COPY_X : NCONV_COPY_Y) ? sizeof(float) * (size_t)(c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols) : 0;
     s->u = sizeof(float) * (size_t)(XI * g.cpanels * g.KD * g.K * NR);
     s->org = sizeof(int64_t) * (size_t)(g.nh + g.nw);
     s->zero = sizeof(float) * (size_t)(g.K + 2 * NR); /* K zeros (a padding row), then zero init for two panels */
@@ -391,7 +392,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
     geometry(c, e->dir, threads, &g);
     const size_t mark = e->ws->used;
     ws_sizes s;
-    sizes(c, e->dir, threads, &s);
+    sizes(c, e->dir, threads, nconv__exec_copies(e), &s);
     float *srcb = nconv__arena_take(e->ws, s.src), *dstb = nconv__arena_take(e->ws, s.dst);
     float *u = nconv__arena_take(e->ws, s.u), *zero = nconv__arena_take(e->ws, s.zero);
     float *init = nconv__arena_take(e->ws, s.init);
@@ -495,11 +496,11 @@ struct bw_sizes {
     size_t x, dy, s, v, z, zero, org, shares, scratch; /* scratch: per thread */
 };
 
-static size_t bw_sizes(const nconv_core *c, int threads, struct bw_sizes *s) {
+static size_t bw_sizes(const nconv_core *c, int threads, unsigned copies, struct bw_sizes *s) {
     bgeo b;
     bw_geometry(c, threads, &b);
-    s->x = sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C);
-    s->dy = sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O);
+    s->x = copies & NCONV_COPY_X ? sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C) : 0;
+    s->dy = copies & NCONV_COPY_Y ? sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O) : 0;
     s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc); /* each, per slice */
     s->v = sizeof(float) * (size_t)(b.g.KD * XI * b.ldc * b.T);
     s->z = sizeof(float) * (size_t)(XI * b.T * b.ob);
@@ -524,6 +525,7 @@ typedef struct bw_ctx {
     int64_t o0, on;                         /* the chunk's output channels */
     int64_t t0[BW_SLICES], nt[BW_SLICES];  /* each slice's block of tiles (nt 0: the slice is done) */
     int first;                              /* the chunk's first blocks: S starts from zero */
+    int accumulate;                         /* dw += (see nconv_exec) */
     nconv_share *shares;    /* per thread: its tiles (transforms) or (kd, xi) units (GEMMs) */
     char *scratch;
     size_t scratch_stride;
@@ -611,6 +613,13 @@ static void bw_out_task(void *arg, int tid, int nthreads) {
         const int64_t o = u / b->g.KD, kd = u % b->g.KD, row = (kd * XI * b->ob + o) * b->ldc, xs = b->ob * b->ldc;
         bc->k->wino_wgrad(C, bc->S[0] + row, b->sl > 1 ? bc->S[1] + row : NULL, xs, tmp, C);
         const int64_t base = (bc->o0 + o) * w->stride[0] + kd * w->stride[2];
+        if (bc->accumulate) { /* f32 */
+            for (int64_t t = 0; t < 9; t++)
+                for (int64_t ch = 0; ch < C; ch++)
+                    ((float *)w->data)[base + (t / 3) * w->stride[3] + (t % 3) * w->stride[4] + ch * w->stride[1]] +=
+                        tmp[t * C + ch];
+            continue;
+        }
         if (w->dt == NCONV_F32 && w->stride[3] == 3 && w->stride[4] == 1) { /* taps dense and innermost (OIHW) */
             bc->k->transpose(9, C, tmp, C, (float *)w->data + base, w->stride[1]);
             continue;
@@ -632,7 +641,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     bw_geometry(c, threads, &b);
     const size_t mark = e->ws->used;
     struct bw_sizes s;
-    bw_sizes(c, threads, &s);
+    bw_sizes(c, threads, nconv__exec_copies(e), &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.dy);
     float *S[BW_SLICES] = {NULL}, *V[BW_SLICES] = {NULL}, *Z[BW_SLICES] = {NULL};
     int got = 1;
@@ -651,7 +660,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
     bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
-                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, shares, scratch,
+                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, e->accumulate, shares, scratch,
                  nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
     for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
@@ -693,14 +702,15 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
 }
 
 /* Calls with Inf or NaN go to igemm, in the same workspace. */
-static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     ws_sizes s;
     struct bw_sizes b;
-    const size_t own = dir == NCONV_DIR_BWD_W ? bw_sizes(c, threads, &b) : sizes(c, dir, threads, &s);
-    const size_t other = nconv_algo_igemm.workspace(c, dir, threads);
+    const size_t own = dir == NCONV_DIR_BWD_W ? bw_sizes(c, threads, copies, &b) : sizes(c, dir, threads, copies, &s);
+    const size_t other = nconv_algo_igemm.workspace(c, dir, threads, copies);
     return own > other ? own : other;
 }
 
 static nconv_status wino_run(const nconv_exec *e) { return e->dir == NCONV_DIR_BWD_W ? bwd_w_run(e) : fwd_run(e); }
 
-const nconv_algo nconv_algo_winograd = {"winograd", wino_applies, wino_workspace, wino_run, wino_preferred};
+/* Non-finite calls go to igemm, which accumulates too. */
+const nconv_algo nconv_algo_winograd = {"winograd", wino_applies, wino_workspace, wino_run, wino_preferred, 1};
