@@ -110,7 +110,8 @@ typedef enum nconv_direction {
 /** Algorithm selection policy of a context. */
 typedef enum nconv_algo_policy {
     NCONV_POLICY_HEURISTIC = 0, /* first applicable algorithm in preference order */
-    NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the workspace once per problem, cache the winner */
+    NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the workspace once per problem,
+                                   cache the winner */
     NCONV_POLICY_FORCED = 2     /* the algorithm named by nconv_context_set_algorithm */
 } nconv_algo_policy;
 

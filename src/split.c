@@ -134,26 +134,22 @@ static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_directio
 
 size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
                            size_t budget, nconv_split *s) {
-    const int threads = nconv__ctx_threads(ctx);
     *s = (nconv_split){c->N > 0 ? c->N : 1, -1, 0};
-    if (c->dt != NCONV_F32 || c->N == 0 || split_need(ctx, c, dir, s, 1, copies) <= budget)
-        return split_need(ctx, c, dir, s, threads, copies);
+    int fits = c->dt != NCONV_F32 || c->N == 0 || split_need(ctx, c, dir, s, 1, copies) <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces
      * that still do not fit would only be slower). */
-    for (int64_t nb = c->N; nb > 1;) {
-        nb = div_up(nb, 2);
-        const nconv_split t = {nb, -1, 0};
-        if (split_need(ctx, c, dir, &t, 1, copies) <= budget) return *s = t, split_need(ctx, c, dir, s, threads, copies);
+    for (int64_t nb = c->N; !fits && nb > 1;) {
+        const nconv_split t = {nb = div_up(nb, 2), -1, 0};
+        if ((fits = split_need(ctx, c, dir, &t, 1, copies) <= budget)) *s = t;
     }
     int a = 0;
     while (a < 3 && band_len(c, dir, a) <= 1) a++;
-    if (a < 3 && c->mode == NCONV_PAD_ZEROS && (dir != NCONV_DIR_BWD_D || c->s[a] == 1)) {
+    if (!fits && a < 3 && c->mode == NCONV_PAD_ZEROS && (dir != NCONV_DIR_BWD_D || c->s[a] == 1)) {
         const int64_t len = band_len(c, dir, a);
-        for (int64_t nbands = 2, rows = len; rows > 1; nbands *= 2) {
-            rows = div_up(len, nbands);
-            const nconv_split t = {1, a, rows};
-            if (split_need(ctx, c, dir, &t, 1, copies) <= budget) return *s = t, split_need(ctx, c, dir, s, threads, copies);
+        for (int64_t nbands = 2, rows = len; !fits && rows > 1; nbands *= 2) {
+            const nconv_split t = {1, a, rows = div_up(len, nbands)};
+            if ((fits = split_need(ctx, c, dir, &t, 1, copies) <= budget)) *s = t;
         }
     }
-    return split_need(ctx, c, dir, s, threads, copies);
+    return split_need(ctx, c, dir, s, nconv__ctx_threads(ctx), copies);
 }

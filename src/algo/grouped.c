@@ -84,7 +84,9 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, unsigned copies, g
     row_geometry(c, dir, &r);
     s->x = sizeof(float) * (size_t)(c->N * r.src[0] * r.src[1] * r.width * c->C);
     const unsigned out = dir == NCONV_DIR_FWD ? NCONV_COPY_Y : NCONV_COPY_X;
-    s->y = dir == NCONV_DIR_BWD_W || (copies & out) ? sizeof(float) * (size_t)(c->N * r.dst[0] * r.dst[1] * r.dst[2] * c->C) : 0;
+    s->y = dir == NCONV_DIR_BWD_W || (copies & out)
+               ? sizeof(float) * (size_t)(c->N * r.dst[0] * r.dst[1] * r.dst[2] * c->C)
+               : 0;
     s->acc = sizeof(float) * (size_t)(c->C * nconv__core_kernel_spatial(c) * q); /* [block][t][j][8] */
     s->zero = sizeof(float) * (size_t)(r.width * VL);
     s->init = sizeof(float) * (size_t)c->C;

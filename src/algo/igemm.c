@@ -1087,7 +1087,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
     int64_t r0, r1;
     nconv__split(c->G * g->Og, tid, nthreads, &r0, &r1);
     const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
-    if (wf && g->bw_swap && wv->stride[1] == 1 && !d->accumulate) { /* [c][o] sums to channels-last rows: 16 x 16 transposes */
+    /* [c][o] sums to channels-last rows: 16 x 16 transposes */
+    if (wf && g->bw_swap && wv->stride[1] == 1 && !d->accumulate) {
         for (int64_t row = r0; row < r1;) {
             const int64_t gi = row / g->Og, o = row % g->Og, n = r1 - row < g->Og - o ? r1 - row : g->Og - o;
             for (int64_t t = 0; t < g->KS; t++) {
@@ -1380,8 +1381,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
         /* The sums' layout [Og][Cg] is dense f32 1x1 weights' own (one group, one chunk, not
          * swapped): then they go to dw directly (the copy after was 4 MiB for res5b_reduce). */
         const nconv_view *wv = e->w;
-        const int direct = !e->accumulate && wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap && g.bw_chunks == 1 &&
-                           wv->stride[1] == 1 && wv->stride[0] == g.Cg;
+        const int direct = !e->accumulate && wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap &&
+                           g.bw_chunks == 1 && wv->stride[1] == 1 && wv->stride[0] == g.Cg;
         bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
                      c->G * taps * tiles, tiles, c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
         nconv__parallel(e, bw_task, &bc);

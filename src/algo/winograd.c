@@ -145,8 +145,9 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     wgeo g;
     geometry(c, dir, threads, &g);
     const int bwd = dir == NCONV_DIR_BWD_D;
-    s->src = copies & (bwd ? NCONV_COPY_Y : NCONV_COPY_X) ? sizeof(float) * (size_t)(c->N * g.src[0] * g.src[1] * g.src[2] * g.K) : 0;
-    s->dst = copies & (bwd ? NCONV_COPY_X : NCONV_COPY_Y) ? sizeof(float) * (size_t)(c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols) : 0;
+    const int64_t src = c->N * g.src[0] * g.src[1] * g.src[2] * g.K, dst = c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols;
+    s->src = copies & (bwd ? NCONV_COPY_Y : NCONV_COPY_X) ? sizeof(float) * (size_t)src : 0;
+    s->dst = copies & (bwd ? NCONV_COPY_X : NCONV_COPY_Y) ? sizeof(float) * (size_t)dst : 0;
     s->u = sizeof(float) * (size_t)(XI * g.cpanels * g.KD * g.K * NR);
     s->org = sizeof(int64_t) * (size_t)(g.nh + g.nw);
     s->zero = sizeof(float) * (size_t)(g.K + 2 * NR); /* K zeros (a padding row), then zero init for two panels */
@@ -660,8 +661,8 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
     bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
-                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, e->accumulate, shares, scratch,
-                 nconv__ws_round(s.scratch)};
+                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, e->accumulate,
+                 shares, scratch, nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
     for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
     for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {
