@@ -28,17 +28,6 @@
 
 static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Workspace for (c, dir): the forced algorithm's, else the heuristic's (the benchmark policy
- * times the algorithms that fit the workspace at hand, the heuristic's always). SIZE_MAX: a
- * forced algorithm does not apply to this piece. */
-static size_t algo_workspace(nconv_context *ctx, const nconv_core *c, nconv_direction dir, int threads,
-                             unsigned copies, int whole) {
-    const nconv_algo *chosen = nconv__ctx_forced(ctx);
-    if (chosen && !whole && !chosen->applies(c, dir, NULL)) return SIZE_MAX;
-    if (!chosen && nconv__plan(ctx, c, dir, NULL, &chosen)) return SIZE_MAX;
-    return chosen->workspace(c, dir, threads, copies);
-}
-
 static int64_t band_len(const nconv_core *c, nconv_direction dir, int a) {
     return dir == NCONV_DIR_BWD_D ? c->in[a] : c->out[a];
 }
@@ -97,37 +86,46 @@ static int next_shape(const nconv_core *c, nconv_direction dir, const nconv_spli
     return 1;
 }
 
-int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s) {
-    if (nconv__ctx_benchmarks(ctx)) return 0;
-    nconv_piece p, last;
-    for (int64_t i = 0; i < bands(c, dir, s); i++) {
-        const int k = next_shape(c, dir, s, i, &p, &last);
-        const nconv_algo *a = nconv__ctx_forced(ctx);
-        if (k < 0 || (k > 0 && ((!a && nconv__plan(ctx, &p.c, dir, NULL, &a)) || !a->accumulates))) return 0;
-    }
-    return 1;
-}
-
-/* The split's workspace at `threads`: the largest piece's, and for bwd_w in pieces db's
- * lanes and, unless they add into the first's, the dense dw the others write. SIZE_MAX if a
- * piece is empty or a forced algorithm does not apply to it. */
-static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
-                         int threads, unsigned copies) {
-    const int64_t n = nconv__split_pieces(c, dir, s);
+/* Over the shapes of the pieces: the largest workspace at `threads` of their algorithms (the
+ * forced one, else the heuristic's: the benchmark policy times those that fit the workspace at
+ * hand, the heuristic's always), and in *acc whether each adds into dw (never under the
+ * benchmark policy, whose trial runs would add too). SIZE_MAX if a piece is empty or a forced
+ * algorithm does not apply to it (whole: the call itself, which reports that when it runs). */
+static size_t scan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s, int threads,
+                   unsigned copies, int *acc) {
+    const int whole = nconv__split_pieces(c, dir, s) == 1;
     size_t need = 0;
+    *acc = !nconv__ctx_benchmarks(ctx);
     nconv_piece p, last;
     for (int64_t i = 0; i < bands(c, dir, s); i++) {
         const int k = next_shape(c, dir, s, i, &p, &last);
         if (k < 0) return SIZE_MAX;
         if (k == 0) continue;
-        const size_t w = algo_workspace(ctx, &p.c, dir, threads, copies, n == 1);
-        if (w == SIZE_MAX) return SIZE_MAX;
+        const nconv_algo *a = nconv__ctx_forced(ctx);
+        if ((a && !whole && !a->applies(&p.c, dir, NULL)) || (!a && nconv__plan(ctx, &p.c, dir, NULL, &a)))
+            return SIZE_MAX;
+        const size_t w = a->workspace(&p.c, dir, threads, copies);
         if (w > need) need = w;
+        *acc &= a->accumulates;
     }
-    if (dir == NCONV_DIR_BWD_W && n > 1) {
+    return need;
+}
+
+int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s) {
+    int acc;
+    return scan(ctx, c, dir, s, 1, NCONV_COPY_BOTH, &acc) != SIZE_MAX && acc;
+}
+
+/* The split's workspace at `threads`: the largest piece's, and for bwd_w in pieces db's
+ * lanes and, unless they add into the first's, the dense dw the others write. */
+static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
+                         int threads, unsigned copies) {
+    int acc;
+    size_t need = scan(ctx, c, dir, s, threads, copies, &acc);
+    if (need != SIZE_MAX && dir == NCONV_DIR_BWD_W && nconv__split_pieces(c, dir, s) > 1) {
         const size_t dw = sizeof(float) * (size_t)(c->O * (c->C / c->G) * nconv__core_kernel_spatial(c));
         need += nconv__ws_round(4 * sizeof(double) * (size_t)c->O);
-        if (!nconv__split_accumulates(ctx, c, dir, s)) need += nconv__ws_round(dw);
+        if (!acc) need += nconv__ws_round(dw);
     }
     return need;
 }
@@ -135,12 +133,14 @@ static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_directio
 size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
                            size_t budget, nconv_split *s) {
     *s = (nconv_split){c->N > 0 ? c->N : 1, -1, 0};
-    int fits = c->dt != NCONV_F32 || c->N == 0 || split_need(ctx, c, dir, s, 1, copies) <= budget;
+    size_t one = split_need(ctx, c, dir, s, 1, copies); /* of *s at one thread */
+    const size_t whole = one;
+    int fits = c->dt != NCONV_F32 || c->N == 0 || one <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces
      * that still do not fit would only be slower). */
     for (int64_t nb = c->N; !fits && nb > 1;) {
         const nconv_split t = {nb = div_up(nb, 2), -1, 0};
-        if ((fits = split_need(ctx, c, dir, &t, 1, copies) <= budget)) *s = t;
+        if ((fits = (one = split_need(ctx, c, dir, &t, 1, copies)) <= budget)) *s = t;
     }
     int a = 0;
     while (a < 3 && band_len(c, dir, a) <= 1) a++;
@@ -148,8 +148,10 @@ size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direct
         const int64_t len = band_len(c, dir, a);
         for (int64_t nbands = 2, rows = len; !fits && rows > 1; nbands *= 2) {
             const nconv_split t = {1, a, rows = div_up(len, nbands)};
-            if ((fits = split_need(ctx, c, dir, &t, 1, copies) <= budget)) *s = t;
+            if ((fits = (one = split_need(ctx, c, dir, &t, 1, copies)) <= budget)) *s = t;
         }
     }
-    return split_need(ctx, c, dir, s, nconv__ctx_threads(ctx), copies);
+    if (!fits) one = whole;
+    const int threads = nconv__ctx_threads(ctx);
+    return threads == 1 ? one : split_need(ctx, c, dir, s, threads, copies);
 }
