@@ -16,10 +16,10 @@ static void parses(const char *s, int transposed, const char *want_desc, int64_t
     CHECK(!strcmp(cp.name, want_name), "'%s': name '%s', want '%s'", s, cp.name, want_name);
 }
 
-static void rejects(const char *s, const char *needle) {
+static void rejects(const char *s, int transposed, const char *needle) {
     cli_problem cp;
     char err[512] = "";
-    int r = desc_parse(s, 0, &cp, err, sizeof err);
+    int r = desc_parse(s, transposed, &cp, err, sizeof err);
     CHECK(r != 0 && strstr(err, needle), "'%s': rc %d, message '%s' (want '%s')", s, r, err, needle);
 }
 
@@ -47,15 +47,22 @@ int main(void) {
            "--transposed g1mb16_ic256ih8iw8_oc128oh16ow16_kh4kw4_sh2sw2_ph1pw1_dh0dw0", 1, "");
     /* A given output wins: the end padding absorbs the difference, as in benchdnn. */
     parses("ic3ih5oc3oh9kh3ph0", 0, "g1mb2_ic3ih5iw5_oc3oh9ow9_kh3kw3_sh1sw1_ph0pw0_dh0dw0", 6, "");
-    rejects("mb2ih5oc3kh3", "ic and oc");
-    rejects("ic3ih5oc3kh3xx1", "unknown token");
-    rejects("ic3ih5oc3kh3sh0", "strides");
-    rejects("ic3oc3", "no spatial");
-    rejects("ic3ih5oc3kw3", "needs both");
-    rejects("ic3id5ih5oc3kd3kh3", "only one of h and w");
-    rejects("ic3ih5oc3kh9", "output size");
-    rejects("ic3ih5oc3kh", "needs a non-negative integer");
-    rejects("ic3ih99999999999999999999oc3kh3", "out of range");
-    rejects("g2ic3ih5oc4kh3", "not divisible by groups");
+    rejects("mb2ih5oc3kh3", 0, "ic and oc");
+    rejects("ic3ih5oc3kh3xx1", 0, "unknown token");
+    rejects("ic3ih5oc3kh3sh0", 0, "strides");
+    rejects("ic3oc3", 0, "no spatial");
+    rejects("ic3ih5oc3kw3", 0, "needs both");
+    rejects("ic3id5ih5oc3kd3kh3", 0, "only one of h and w");
+    rejects("ic3ih5oc3kh9", 0, "output size");
+    rejects("ic3ih5oc3kh", 0, "needs a non-negative integer");
+    rejects("ic3ih99999999999999999999oc3kh3", 0, "out of range");
+    rejects("g2ic3ih5oc4kh3", 0, "not divisible by groups");
+    /* Derived numbers obey the bound on given ones (2^40), or the problem's
+     * descriptor would not parse back; products must not overflow. */
+    rejects("mb1ic1oc1iw1ow1099511627776kw1sw4", 0, "computed padding out of range");
+    rejects("mb1ic1oc1iw1099511627776kw1sw2", 1, "computed output size out of range");
+    rejects("mb1ic1oc1iw1099511627776kw1sw1099511627776", 1, "strided size out of range");
+    rejects("mb1ic1oc1iw5kw1099511627776dw1099511627776", 0, "kernel extent");
+    rejects("ic3ih1099511627777oc3kh3", 0, "'ih': number out of range");
     return test_summary();
 }

@@ -7,7 +7,9 @@
 # corpus (tests/fuzz/corpus/NAME). Any crash, leak, sanitizer report or
 # failed check stops with the reproducer's path. --merge folds the new inputs
 # into the repository's corpus (minimised). The test suite's fuzz_smoke runs
-# this for 30 seconds per target. FUZZ_TARGETS="desc npy" picks targets.
+# this for 30 seconds per target with FUZZ_SEED=1, so that a failure in CI
+# reproduces; campaigns without FUZZ_SEED draw a new seed each run.
+# FUZZ_TARGETS="desc npy" picks targets.
 set -eu
 secs=$1
 build=${2:-build-fuzz}
@@ -21,7 +23,7 @@ for f in ${FUZZ_TARGETS:-desc npy conv}; do
   scratch="$build/corpus/$f"
   mkdir -p "$scratch"
   log="$build/fuzz_$f.log"
-  if ! (cd "$build" && "./tests/fuzz_$f" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
+  if ! (cd "$build" && "./tests/fuzz_$f" -max_total_time="$secs" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
         -print_final_stats=1 "$scratch" "$src/tests/fuzz/corpus/$f" >"$log" 2>&1); then
     tail -n 40 "$log"
     echo "fuzz_$f: FAILED (log: $log; reproducer: crash-*/leak-* in $build)"

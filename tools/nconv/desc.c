@@ -8,6 +8,8 @@
  * The end padding is derived from the output size and may be negative.
  * With `transposed`, ic/i* describe the transposed convolution's input and
  * oc/o* its output (benchdnn's deconvolution driver).
+ * Every number, given or derived (output size, padding), is at most
+ * NUM_MAX, so that the descriptor of any problem parsed parses back.
  */
 #include "cli.h"
 
@@ -20,6 +22,9 @@ enum { F_G, F_MB, F_IC, F_ID, F_IH, F_IW, F_OC, F_OD, F_OH, F_OW, F_KD, F_KH, F_
        F_SD, F_SH, F_SW, F_PD, F_PH, F_PW, F_DD, F_DH, F_DW, F_COUNT };
 static const char *const tokens[F_COUNT] = {"g",  "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd",
                                             "kh", "kw", "sd", "sh", "sw", "pd", "ph", "pw", "dd", "dh", "dw"};
+
+enum { NUM_MAX_LOG2 = 40 };
+#define NUM_MAX (INT64_C(1) << NUM_MAX_LOG2)
 
 static int fail(char *err, size_t cap, const char *desc, const char *why) {
     snprintf(err, cap, "descriptor '%s': %s", desc, why);
@@ -71,8 +76,11 @@ int desc_parse(const char *str, int transposed, cli_problem *out, char *err, siz
         char *end;
         errno = 0;
         long long x = strtoll(s, &end, 10);
-        /* Bounded so that the derivations below cannot overflow. */
-        if (errno || x > (1LL << 40)) return fail(err, errcap, str, "number out of range");
+        if (errno || x > NUM_MAX) {
+            char why[96];
+            snprintf(why, sizeof why, "'%s': number out of range (at most 2^%d)", tokens[f], NUM_MAX_LOG2);
+            return fail(err, errcap, str, why);
+        }
         v[f] = x;
         s = end;
     }
@@ -95,13 +103,22 @@ int desc_parse(const char *str, int transposed, cli_problem *out, char *err, siz
         const int absent = (x->i | x->k | x->o | x->d) == 0 && x->s == 1 && x->p < 1;
         if (absent) continue;
         if (!x->i || !x->k) return fail(err, errcap, str, "a spatial dim needs both its input size and kernel");
+        /* Operands are at most NUM_MAX + 1, so a product below 2^61 keeps
+         * the sums below from overflowing. */
+        const int64_t prod_max = INT64_C(1) << 61;
+        const char *const too_large = "kernel extent or strided size out of range";
+        if (x->k - 1 > prod_max / (x->d + 1) || x->i - 1 > prod_max / x->s || x->o > prod_max / x->s)
+            return fail(err, errcap, str, too_large);
         const int64_t ext = (x->k - 1) * (x->d + 1) + 1;
         if (!x->o) {
             if (x->p < 0) x->p = 0;
             x->o = transposed ? (x->i - 1) * x->s + ext - 2 * x->p : (x->i - ext + 2 * x->p) / x->s + 1;
             if (x->o <= 0) return fail(err, errcap, str, "computed output size < 1");
+            if (x->o > NUM_MAX) return fail(err, errcap, str, "computed output size out of range");
+            if (x->o > prod_max / x->s) return fail(err, errcap, str, too_large);
         } else if (x->p < 0) {
             x->p = transposed ? ((x->i - 1) * x->s - x->o + ext) / 2 : ((x->o - 1) * x->s - x->i + ext) / 2;
+            if (x->p > NUM_MAX) return fail(err, errcap, str, "computed padding out of range");
         }
     }
     /* Rank from the outputs; missing smaller dims copy the larger ones. */
