@@ -302,7 +302,7 @@ static nconv_status grouped_run(const nconv_exec *e) {
     if (e->dir != NCONV_DIR_BWD_W) return rows_run(e);
     const nconv_core *c = e->c;
     gsizes s;
-    sizes(c, e->dir, NCONV_COPY_BOTH, &s);
+    sizes(c, e->dir, nconv__exec_copies(e), &s);
     rowconv r;
     row_geometry(c, e->dir, &r);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);

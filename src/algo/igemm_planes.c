@@ -373,8 +373,8 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
     const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
     for (int64_t g = 0; g < c->G; g++) {
         float *acc = acc_all + g * Og * Cg;
-        for (int64_t o = o0; o < o1 && m_lo >= m_hi; o++) /* no pixels: no kernel call writes them */
-            memset(acc + o * Cg + c0, 0, sizeof(float) * (size_t)(c1 - c0));
+        if (m_lo >= m_hi) /* no pixels: no kernel call writes the sums */
+            for (int64_t o = o0; o < o1; o++) memset(acc + o * Cg + c0, 0, sizeof(float) * (size_t)(c1 - c0));
         /* Blocks of kc pixels over all images (small planes would make short reductions), each
          * transposed in segments of one image. */
         for (int64_t m0 = m_lo; m0 < m_hi; m0 += kc) {
