@@ -48,11 +48,14 @@ typedef struct operands {
     int64_t out[NCONV_MAX_SPATIAL];
     int relu; /* the epilogue's activation */
     nconv_split split[3]; /* per core direction, see forward_ws, backward_ws */
+    unsigned copies[3];   /* the channels-last copies each core direction plans for */
+    int threads;          /* what the call runs on: see fit_threads */
+    size_t least;         /* the workspace of the call's smallest pieces at one thread */
 } operands;
 
 static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, operands *o) {
     nconv_status st = nconv_problem_shapes(p, o->xs, o->ws, o->ys);
-    if (st) return st;
+    if (st || (st = nconv__check_isa())) return st;
     o->p = *p;
     o->relu = epi && epi->activation == NCONV_ACT_RELU;
     nconv_problem_output_size(p, o->out);
@@ -106,7 +109,7 @@ static nconv_status run_core(nconv_context *ctx, const operands *o, const char *
     const nconv_split *s = &o->split[dir];
     const int64_t pieces = nconv__split_pieces(&o->c, dir, s);
     if (pieces == 1) {
-        nconv_exec e = {&o->c, dir, x, w, y, epi, ws, nconv__ctx_threads(ctx), nconv__ctx_pool(ctx), db_lanes, db_done, 0};
+        nconv_exec e = {&o->c, dir, x, w, y, epi, ws, o->threads, nconv__ctx_pool(ctx), db_lanes, db_done, 0};
         return run_piece(ctx, o, op, &e, 0, 1);
     }
     /* bwd_w: the first piece writes dw and db's lanes; the others add into dw, or write a dense
@@ -141,7 +144,7 @@ static nconv_status run_core(nconv_context *ctx, const operands *o, const char *
         }
         const int more = i > 0 && dir == NCONV_DIR_BWD_W;
         double *pl = db_lanes && done ? (more ? lanes : db_lanes) : NULL;
-        nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, nconv__ctx_threads(ctx),
+        nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, o->threads,
                         nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc};
         nconv_status st = run_piece(ctx, o, op, &e, i, pieces);
         if (st) return st;
@@ -184,30 +187,82 @@ static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_
 /* Workspace: 64 bytes of alignment slack, then for backward the dpre buffer
  * (relu), then the largest of what is used one after another: each
  * algorithm run, the bias-gradient sums (with backward-weights' run and the
- * sums both after the bias gradient's lanes, which that run may fill).
- * Each core call's pieces go to o->split; copies: see copies_of. */
+ * sums both after the bias gradient's lanes, which that run may fill). The
+ * sizes of the split core calls come in as dx's (or forward's) and dw's. */
+static size_t forward_total(size_t core) { return 64 + core; }
+
+static size_t backward_fixed(const operands *o) {
+    const size_t ny = (size_t)prod(o->ys, o->p.ndims + 2);
+    const size_t g = o->relu ? nconv__ws_round(nconv_dtype_size(o->p.dtype) * ny) : 0; /* dpre, only with relu */
+    /* db's lanes stay from dw's run to db's sums */
+    return 64 + g + nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
+}
+
+static size_t backward_total(const operands *o, size_t dx, size_t dw) {
+    const size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
+    const size_t lanes = nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
+    const size_t m = lanes + (dw > db ? dw : db);
+    return backward_fixed(o) - lanes + (dx > m ? dx : m);
+}
+
+/* The call's workspace at `threads`, for the pieces in o->split. */
+static size_t need_at(nconv_context *ctx, const operands *o, int backward, int threads) {
+    if (!backward) {
+        const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
+        return forward_total(nconv__split_need(ctx, &o->c, dir, &o->split[dir], threads, o->copies[dir]));
+    }
+    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D, dw_dir = NCONV_DIR_BWD_W;
+    return backward_total(o, nconv__split_need(ctx, &o->c, dx_dir, &o->split[dx_dir], threads, o->copies[dx_dir]),
+                          nconv__split_need(ctx, &o->c, dw_dir, &o->split[dw_dir], threads, o->copies[dw_dir]));
+}
+
+/* Sets o->threads to the context's thread count, or to the most threads whose scratch keeps
+ * the call within the context's memory limit where one thread keeps it there, and returns the
+ * call's workspace at that count (`one`: at one thread). The pieces were planned at one
+ * thread, so whether a call fits the limit, and every bit of its result, is the same at every
+ * thread count. */
+static size_t fit_threads(nconv_context *ctx, operands *o, int backward, size_t one) {
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    int lo = 1, hi = nconv__ctx_threads(ctx);
+    o->threads = hi;
+    if (hi == 1) return one;
+    size_t need = need_at(ctx, o, backward, hi);
+    if (!limit || need <= limit || one > limit) return need;
+    need = one; /* need_at(lo) <= limit < need_at(hi); the need grows with the threads */
+    while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        const size_t m = need_at(ctx, o, backward, mid);
+        if (m <= limit) lo = mid, need = m;
+        else hi = mid;
+    }
+    o->threads = lo;
+    return need;
+}
+
+/* Each core call's pieces go to o->split; copies: see copies_of. */
 static size_t forward_ws(nconv_context *ctx, operands *o, unsigned copies) {
     const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
-    return 64 + nconv__split_choose(ctx, &o->c, dir, copies, call_budget(ctx, o, 64), &o->split[dir]);
+    size_t least;
+    o->copies[dir] = copies;
+    const size_t one = nconv__split_choose(ctx, &o->c, dir, copies, call_budget(ctx, o, forward_total(0)),
+                                           &o->split[dir], &least);
+    o->least = forward_total(least);
+    return fit_threads(ctx, o, 0, forward_total(one));
 }
 
 static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, unsigned dw_copies) {
-    const size_t ny = (size_t)prod(o->ys, o->p.ndims + 2);
-    const size_t g = o->relu ? nconv__ws_round(nconv_dtype_size(o->p.dtype) * ny) : 0; /* dpre, only with relu */
-    size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
-    /* db's lanes stay from dw's run to db's sums */
-    const size_t lanes = nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
-    const size_t budget = call_budget(ctx, o, 64 + g + lanes);
-    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
-    size_t a = nconv__split_choose(ctx, &o->c, dx_dir, dx_copies, budget, &o->split[dx_dir]);
-    size_t b = nconv__split_choose(ctx, &o->c, NCONV_DIR_BWD_W, dw_copies, budget, &o->split[NCONV_DIR_BWD_W]);
-    size_t m = lanes + (b > db ? b : db);
-    if (a > m) m = a;
-    return 64 + g + m;
+    const size_t budget = call_budget(ctx, o, backward_fixed(o));
+    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D, dw_dir = NCONV_DIR_BWD_W;
+    size_t least_dx, least_dw;
+    o->copies[dx_dir] = dx_copies, o->copies[dw_dir] = dw_copies;
+    const size_t a = nconv__split_choose(ctx, &o->c, dx_dir, dx_copies, budget, &o->split[dx_dir], &least_dx);
+    const size_t b = nconv__split_choose(ctx, &o->c, dw_dir, dw_copies, budget, &o->split[dw_dir], &least_dw);
+    o->least = backward_total(o, least_dx, least_dw);
+    return fit_threads(ctx, o, 1, backward_total(o, a, b));
 }
 
-static nconv_status open_arena(nconv_context *ctx, void *workspace, size_t size, size_t need, nconv_arena *a,
-                               void **owned) {
+static nconv_status open_arena(nconv_context *ctx, const operands *o, void *workspace, size_t size, size_t need,
+                               nconv_arena *a, void **owned) {
     *owned = NULL;
     if (workspace) {
         if (size < need)
@@ -216,6 +271,12 @@ static nconv_status open_arena(nconv_context *ctx, void *workspace, size_t size,
         *a = (nconv_arena){workspace, size, 0};
         return NCONV_OK;
     }
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    if (limit && need > limit && o->least < need)
+        return nconv__error(NCONV_OUT_OF_MEMORY,
+                            "nconv: the workspace needs %zu bytes, more than the context's memory limit of %zu bytes "
+                            "(in the smallest pieces this call can run in, %zu bytes)",
+                            need, limit, o->least);
     nconv_status st = nconv__check_memory(ctx, need, "the workspace");
     if (st) return st;
     *owned = nconv__ctx_ws_acquire(ctx, need);
@@ -265,7 +326,7 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
     void *owned;
     const size_t need = forward_ws(ctx, &o, p->transposed ? copies_of(NCONV_DIR_BWD_D, &yv, &xv, &e, workspace)
                                                           : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace));
-    if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
+    if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
     if (!p->transposed)
         st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena, NULL, NULL);
     else /* the transposed input is the core's dy, its output the core's dx */
@@ -316,7 +377,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     nconv_arena arena;
     void *owned;
     const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies);
-    if ((st = open_arena(ctx, workspace, workspace_size, need, &arena, &owned))) return st;
+    if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
 
     /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then
      * a dense copy in the problem's dtype, channels-last if dy is. */
@@ -346,7 +407,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
     if (db && !st) {
         double *sum = nconv__arena_take(&arena, 5 * sizeof(double) * (size_t)o.ys[1]);
         if (lanes_done) nconv__channel_sums_of_lanes(lanes, oc, sum);
-        else nconv__channel_sums(nconv__ctx_pool(ctx), nconv__ctx_threads(ctx), &dpre, sum);
+        else nconv__channel_sums(nconv__ctx_pool(ctx), o.threads, &dpre, sum);
         nconv_view dbv;
         make_vec_view(p, db, o.ys[1], &dbv);
         nconv__scatter(&dbv, sum, 1, NULL);

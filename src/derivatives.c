@@ -52,21 +52,21 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
         (st = nconv_workspace_size(ctx, p, NCONV_OP_BACKWARD, NULL, &bwd_ws)))
         return st;
     const size_t wsz = fwd_ws > bwd_ws ? fwd_ws : bwd_ws;
-    const size_t tmp_size = ggy && ggw && ggx ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
+    const int two_terms = ggy && ggw && ggx;
+    const size_t tmp_size = two_terms ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
     if ((st = nconv__check_memory(ctx, wsz + tmp_size, "the double backward"))) return st;
     void *tmp = NULL, *wsp;
+    if (tmp_size && !(tmp = nconv__alloc(ctx, tmp_size)))
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %zu bytes", tmp_size);
+    /* described even when empty (batch 0): the forward calls below check it */
     nconv_tensor t;
-    if (tmp_size) {
-        if (!(tmp = nconv__alloc(ctx, tmp_size)))
-            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %zu bytes", tmp_size);
-        nconv_tensor_init(&t, tmp, r, ys, NCONV_LAYOUT_NCX);
-    }
+    nconv_tensor_init(&t, tmp, r, ys, NCONV_LAYOUT_NCX);
     if (!(wsp = nconv__ctx_ws_acquire(ctx, wsz))) {
         nconv__free(ctx, tmp);
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", wsz);
     }
     if (ggy) {
-        if (ggx && ggw) { /* ggy = conv(ggx, w) + ggb + conv(x, ggw) */
+        if (two_terms) { /* ggy = conv(ggx, w) + ggb + conv(x, ggw) */
             const nconv_epilogue sum = {NCONV_ACT_IDENTITY, 1.0};
             if (!(st = nconv_forward(ctx, p, NULL, x, ggw, NULL, NULL, &t, wsp, wsz)))
                 st = nconv_forward(ctx, p, &sum, ggx, w, ggb, &t, ggy, wsp, wsz);

@@ -314,6 +314,8 @@ void nconv__free(nconv_context *ctx, void *p);
 /* NCONV_OUT_OF_MEMORY with a message when a call that would allocate `bytes`
  * exceeds ctx's memory limit; checked before allocating. */
 nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const char *what);
+/* NCONV_INVALID_ARGUMENT when the environment's NCONV_MAX_ISA names no ISA. */
+nconv_status nconv__check_isa(void);
 /* Workspace memory of `size` bytes, reused across calls of one context
  * (ctx may be NULL: plain malloc / free). Release gives back the size asked. */
 void *nconv__ctx_ws_acquire(nconv_context *ctx, size_t size);
@@ -337,9 +339,13 @@ typedef struct nconv_piece {
 } nconv_piece;
 /* The coarsest split whose workspace at one thread, with the channels-last
  * copies in `copies`, fits budget (none fits: the whole call), f32 only;
- * returns its workspace at ctx's thread count. */
+ * returns that workspace, and in *least the same, or where none fits the
+ * smallest of any split's. */
 size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
-                           size_t budget, nconv_split *s);
+                           size_t budget, nconv_split *s, size_t *least);
+/* The workspace of split s at `threads`. */
+size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
+                         int threads, unsigned copies);
 int64_t nconv__split_pieces(const nconv_core *c, nconv_direction dir, const nconv_split *s);
 /* 1 if the algorithm of every piece adds into dw (not under the benchmark policy). */
 int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s);

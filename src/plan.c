@@ -4,6 +4,7 @@
  * the library; a mutex guards it.
  */
 #include "internal.h"
+#include "kernels/kernels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,6 +73,13 @@ nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const c
     return NCONV_OK;
 }
 
+nconv_status nconv__check_isa(void) {
+    const char *bad = nconv__isa_cap_invalid();
+    return bad ? nconv__error(NCONV_INVALID_ARGUMENT,
+                              "nconv: environment NCONV_MAX_ISA = '%.64s': expected generic, avx2 or avx512", bad)
+               : NCONV_OK;
+}
+
 static nconv_status check_allocator(const nconv_allocator *a) {
     if (!a || (a->alloc && a->free)) return NCONV_OK;
     return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: allocator->%s is NULL", a->alloc ? "free" : "alloc");
@@ -80,7 +88,7 @@ static nconv_status check_allocator(const nconv_allocator *a) {
 nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const nconv_allocator *allocator) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
     nconv_status st = check_allocator(allocator);
-    if (st) return st;
+    if (st || (st = nconv__check_isa())) return st;
     nconv_context *c = allocator ? allocator->alloc(allocator->user, sizeof *c) : malloc(sizeof *c);
     if (!c) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a context");
     memset(c, 0, sizeof *c);
@@ -265,6 +273,8 @@ static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir) {
 
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_exec *bench,
                          const nconv_algo **out) {
+    nconv_status st = nconv__check_isa();
+    if (st) return st;
     if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
         const char *why = "";
         if (!ctx->forced->applies(c, dir, &why))
@@ -285,7 +295,7 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
                 if (!algos[i]->applies(c, dir, NULL)) continue;
                 if (algos[i] != h && algos[i]->workspace(c, dir, bench->threads, copies) > room) continue;
                 double t0 = now_s();
-                nconv_status st = algos[i]->run(bench);
+                st = algos[i]->run(bench);
                 double t = now_s() - t0;
                 bench->ws->used = used;
                 if (st) return st;

@@ -20,7 +20,9 @@
  *
  * The split is chosen from the workspace at one thread, so it, and with it
  * every bit of the result, does not depend on the thread count; each more
- * thread adds its scratch (tens to hundreds of KiB) to the need. f32 only.
+ * thread adds its scratch (tens to hundreds of KiB) to the need, and a call
+ * whose threads' scratch would break the context's memory limit runs on
+ * fewer (api.c). f32 only.
  */
 #include "internal.h"
 
@@ -116,9 +118,9 @@ int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_dire
     return scan(ctx, c, dir, s, 1, NCONV_COPY_BOTH, &acc) != SIZE_MAX && acc;
 }
 
-/* The split's workspace at `threads`: the largest piece's, and for bwd_w in pieces db's
- * lanes and, unless they add into the first's, the dense dw the others write. */
-static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
+/* The largest piece's workspace, and for bwd_w in pieces db's lanes and, unless they add
+ * into the first's, the dense dw the others write. */
+size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
                          int threads, unsigned copies) {
     int acc;
     size_t need = scan(ctx, c, dir, s, threads, copies, &acc);
@@ -131,16 +133,19 @@ static size_t split_need(nconv_context *ctx, const nconv_core *c, nconv_directio
 }
 
 size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
-                           size_t budget, nconv_split *s) {
+                           size_t budget, nconv_split *s, size_t *least) {
     *s = (nconv_split){c->N > 0 ? c->N : 1, -1, 0};
-    size_t one = split_need(ctx, c, dir, s, 1, copies); /* of *s at one thread */
+    size_t one = nconv__split_need(ctx, c, dir, s, 1, copies); /* of *s */
     const size_t whole = one;
+    *least = one;
     int fits = c->dt != NCONV_F32 || c->N == 0 || one <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces
      * that still do not fit would only be slower). */
     for (int64_t nb = c->N; !fits && nb > 1;) {
         const nconv_split t = {nb = div_up(nb, 2), -1, 0};
-        if ((fits = (one = split_need(ctx, c, dir, &t, 1, copies)) <= budget)) *s = t;
+        one = nconv__split_need(ctx, c, dir, &t, 1, copies);
+        if (one < *least) *least = one;
+        if ((fits = one <= budget)) *s = t;
     }
     int a = 0;
     while (a < 3 && band_len(c, dir, a) <= 1) a++;
@@ -148,10 +153,12 @@ size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direct
         const int64_t len = band_len(c, dir, a);
         for (int64_t nbands = 2, rows = len; !fits && rows > 1; nbands *= 2) {
             const nconv_split t = {1, a, rows = div_up(len, nbands)};
-            if ((fits = (one = split_need(ctx, c, dir, &t, 1, copies)) <= budget)) *s = t;
+            one = nconv__split_need(ctx, c, dir, &t, 1, copies);
+            if (one < *least) *least = one;
+            if ((fits = one <= budget)) *s = t;
         }
     }
-    if (!fits) one = whole;
-    const int threads = nconv__ctx_threads(ctx);
-    return threads == 1 ? one : split_need(ctx, c, dir, s, threads, copies);
+    if (!fits) return whole;
+    *least = one;
+    return one;
 }

@@ -237,6 +237,21 @@ static void test_api_misuse(void) {
     CHECK(nconv_double_backward(NULL, &p, &tx, &tw, &tdy, NULL, NULL, &tdb, NULL, NULL, &tdw) == NCONV_OK && dw[0] == 0.0f &&
               dw[53] == 0.0f,
           "gw with no ggx is zeros: %s", nconv_last_error());
+    /* Batch 0 with both second-order terms of ggy: its temporary is empty but still described
+     * (valgrind reported the conditional jumps on an uninitialised tensor here); gw over no
+     * images is zeros, the empty ggy and gx are not touched. */
+    nconv_problem p0 = p;
+    p0.batch = 0;
+    int64_t xs0[NCONV_MAX_DIMS], ws0[NCONV_MAX_DIMS], ys0[NCONV_MAX_DIMS];
+    nconv_problem_shapes(&p0, xs0, ws0, ys0);
+    nconv_tensor tx0, tdy0, tggx0, tggy0, tgx0;
+    nconv_tensor_init(&tx0, NULL, 4, xs0, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tdy0, NULL, 4, ys0, NCONV_LAYOUT_NCX);
+    tggx0 = tgx0 = tx0, tggy0 = tdy0;
+    for (int i = 0; i < 54; i++) dw[i] = 5.0f;
+    CHECK(nconv_double_backward(NULL, &p0, &tx0, &tw, &tdy0, &tggx0, &tw, &tdb, &tggy0, &tgx0, &tdw) == NCONV_OK &&
+              dw[0] == 0.0f && dw[53] == 0.0f,
+          "double backward at batch 0: %s, gw[0] = %g", nconv_last_error(), dw[0]);
 
     /* Context. */
     nconv_context *ctx = NULL;
@@ -285,7 +300,36 @@ static void test_api_misuse(void) {
                 "'nope': unknown");
 }
 
+/* Run with NCONV_MAX_ISA=bogus (tests/CMakeLists.txt): a cap that names no ISA is refused by
+ * every call that would pick kernels, with the variable and its value in the message. */
+static void test_isa_cap_refused(void) {
+    nconv_context *ctx = NULL;
+    CHECK_ERROR(nconv_context_create(&ctx), NCONV_INVALID_ARGUMENT, "NCONV_MAX_ISA = 'bogus': expected generic");
+    CHECK(ctx == NULL, "no context on failure");
+    nconv_problem p;
+    nconv_problem_init(&p, 1);
+    float x[1] = {1}, w[1] = {2}, y[1] = {-3};
+    const int64_t one[3] = {1, 1, 1};
+    nconv_tensor tx, tw, ty;
+    nconv_tensor_init(&tx, x, 3, one, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tw, w, 3, one, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&ty, y, 3, one, NCONV_LAYOUT_NCX);
+    CHECK_ERROR(nconv_forward(NULL, &p, NULL, &tx, &tw, NULL, NULL, &ty, NULL, 0), NCONV_INVALID_ARGUMENT,
+                "NCONV_MAX_ISA = 'bogus'");
+    CHECK(y[0] == -3.0f, "a refused call wrote y");
+    size_t bytes = 0;
+    CHECK_ERROR(nconv_workspace_size(NULL, &p, NCONV_OP_BACKWARD, NULL, &bytes), NCONV_INVALID_ARGUMENT,
+                "NCONV_MAX_ISA = 'bogus'");
+    const char *name = NULL;
+    CHECK_ERROR(nconv_algorithm_chosen(NULL, &p, NCONV_DIR_FWD, &name), NCONV_INVALID_ARGUMENT, "NCONV_MAX_ISA");
+}
+
 int main(void) {
+    const char *isa = getenv("NCONV_MAX_ISA");
+    if (isa && !strcmp(isa, "bogus")) {
+        test_isa_cap_refused();
+        return test_summary();
+    }
     test_geometry();
     test_validation();
     test_text();

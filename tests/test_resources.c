@@ -225,6 +225,90 @@ static void test_memory_limit(void) {
     nconv_context_destroy(ctx);
 }
 
+/* dx, dw, db of one problem under a memory limit at `threads`; 0 on success. */
+typedef struct grads {
+    buf x, w, dy, dx, dw, db;
+} grads;
+
+static nconv_status backward_at(nconv_context *ctx, const nconv_problem *p, grads *g, int threads, size_t limit) {
+    nconv_context_set_threads(ctx, threads);
+    nconv_context_set_memory_limit(ctx, limit);
+    return nconv_backward(ctx, p, NULL, &g->x.t, &g->w.t, NULL, &g->dy.t, &g->dx.t, &g->dw.t, &g->db.t, NULL, NULL, 0);
+}
+
+static int grads_equal(const grads *a, const grads *b) {
+    return !memcmp(a->dx.data, b->dx.data, sizeof(float) * (size_t)a->dx.n) &&
+           !memcmp(a->dw.data, b->dw.data, sizeof(float) * (size_t)a->dw.n) &&
+           !memcmp(a->db.data, b->db.data, sizeof(float) * (size_t)a->db.n);
+}
+
+/* Whether a call fits the context's memory limit does not depend on its thread count: the
+ * pieces are planned at one thread and a call whose threads' scratch would break the limit
+ * runs on fewer, with the same bits. A call that cannot fit says what its smallest pieces
+ * need, and runs within a limit of that. */
+static void test_memory_limit_threads(void) {
+    nconv_problem p;
+    nconv_problem_init(&p, 2);
+    p.batch = 4, p.in_channels = p.out_channels = 32;
+    p.in_size[0] = p.in_size[1] = 28, p.kernel[0] = p.kernel[1] = 3;
+    p.pad_begin[0] = p.pad_begin[1] = p.pad_end[0] = p.pad_end[1] = 1;
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS], bs[1] = {32};
+    nconv_problem_shapes(&p, xs, ws, ys);
+    uint64_t rng = 17;
+    grads g[5];
+    for (int k = 0; k < 5; k++) {
+        uint64_t r = rng;
+        buf_make(&g[k].x, 4, xs, NCONV_LAYOUT_NCX, &r, 0, 1);
+        buf_make(&g[k].w, 4, ws, NCONV_LAYOUT_NCX, &r, 0, 1);
+        buf_make(&g[k].dy, 4, ys, NCONV_LAYOUT_NCX, &r, 0, 1);
+        buf_make(&g[k].dx, 4, xs, NCONV_LAYOUT_NCX, &r, 1, 1);
+        buf_make(&g[k].dw, 4, ws, NCONV_LAYOUT_NCX, &r, 1, 1);
+        buf_make(&g[k].db, 1, bs, NCONV_LAYOUT_NCX, &r, 1, 1);
+    }
+    nconv_context *ctx;
+    nconv_context_create(&ctx);
+    size_t whole = 0, one = 0, two = 0, capped = 0;
+    nconv_workspace_size(ctx, &p, NCONV_OP_BACKWARD, NULL, &whole);
+    /* A limit that splits the call at one thread and holds the split's need at two: then the
+     * one-thread need as the limit leaves no room for the second thread's scratch. */
+    size_t loose = 0;
+    for (int frac = 2; frac <= 16 && !loose; frac++) {
+        nconv_context_set_memory_limit(ctx, whole / (size_t)frac);
+        nconv_context_set_threads(ctx, 1);
+        nconv_workspace_size(ctx, &p, NCONV_OP_BACKWARD, NULL, &one);
+        nconv_context_set_threads(ctx, 2);
+        nconv_workspace_size(ctx, &p, NCONV_OP_BACKWARD, NULL, &two);
+        if (one < two && two <= whole / (size_t)frac) loose = whole / (size_t)frac;
+    }
+    CHECK(loose > 0, "no limit splits the call with room for a second thread's scratch (whole %zu)", whole);
+    nconv_context_set_memory_limit(ctx, one);
+    nconv_context_set_threads(ctx, 2);
+    nconv_workspace_size(ctx, &p, NCONV_OP_BACKWARD, NULL, &capped);
+    CHECK(capped == one, "2 threads under a limit of the 1-thread need %zu: the query says %zu (2 threads: %zu)", one,
+          capped, two);
+    CHECK(backward_at(ctx, &p, &g[0], 1, loose) == NCONV_OK, "1 thread, limit %zu: %s", loose, nconv_last_error());
+    for (int t = 1; t <= 4; t++) {
+        nconv_status st = backward_at(ctx, &p, &g[t], t, one);
+        CHECK(st == NCONV_OK && grads_equal(&g[t], &g[0]), "%d threads under a limit of %zu: %s", t, one,
+              st ? nconv_last_error() : "results differ from one thread's");
+    }
+    /* Far too little: the message names the smallest pieces' need, and that limit holds them. */
+    CHECK_ERROR(backward_at(ctx, &p, &g[1], 2, 4096), NCONV_OUT_OF_MEMORY, "in the smallest pieces this call can run in");
+    size_t least = 0;
+    const char *m = strstr(nconv_last_error(), "run in, ");
+    CHECK(m && sscanf(m, "run in, %zu bytes", &least) == 1 && least > 4096 && least < one, "least %zu in '%s'", least,
+          nconv_last_error());
+    for (int t = 1; t <= 2; t++)
+        CHECK(backward_at(ctx, &p, &g[t], t, least) == NCONV_OK, "%d threads within the smallest pieces' %zu: %s", t,
+              least, nconv_last_error());
+    CHECK(grads_equal(&g[1], &g[2]), "the smallest pieces at 1 and 2 threads differ");
+    nconv_context_destroy(ctx);
+    for (int k = 0; k < 5; k++) {
+        buf *b[] = {&g[k].x, &g[k].w, &g[k].dy, &g[k].dx, &g[k].dw, &g[k].db};
+        for (int i = 0; i < 6; i++) free(b[i]->data);
+    }
+}
+
 static void test_strides_and_aliasing(void) {
     fixture f;
     fixture_make(&f, 0, NCONV_LAYOUT_NCX);
@@ -308,6 +392,7 @@ static void test_strides_and_aliasing(void) {
 int main(void) {
     test_failing_allocations();
     test_memory_limit();
+    test_memory_limit_threads();
     test_strides_and_aliasing();
     return test_summary();
 }

@@ -303,8 +303,12 @@ typedef struct nconv_kernels {
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };
 
-/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512. */
+/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512 (read
+ * once per process, at the first call). */
 nconv_isa nconv__detect_isa(void);
+/* NCONV_MAX_ISA's value when it names none of those (the library's calls then
+ * refuse to run), else NULL. */
+const char *nconv__isa_cap_invalid(void);
 /* The kernel table for isa (NULL if this build lacks it). */
 const nconv_kernels *nconv__kernels_for(nconv_isa isa);
 /* nconv__kernels_for(nconv__detect_isa()). */

@@ -1,6 +1,7 @@
 /* Run-time kernel selection: a decision table, newest ISA first. */
 #include "kernels.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,20 +34,37 @@ static const nconv_kernels tables[] = {
      nconv_f32_gemm_ib_7x16_np__generic},
 };
 
-nconv_isa nconv__detect_isa(void) {
+/* The ISA and the cap are found once per process (a thread-safe cache): the
+ * environment is read at the first call that needs a kernel. */
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static nconv_isa isa_found = NCONV_ISA_GENERIC;
+static const char *isa_cap_bad; /* the environment's string when it names no ISA */
+
+static void isa_detect(void) {
     nconv_isa cap = NCONV_ISA_AVX512;
     const char *env = getenv("NCONV_MAX_ISA");
     if (env && !strcmp(env, "generic")) cap = NCONV_ISA_GENERIC;
-    if (env && !strcmp(env, "avx2")) cap = NCONV_ISA_AVX2;
+    else if (env && !strcmp(env, "avx2")) cap = NCONV_ISA_AVX2;
+    else if (env && *env && strcmp(env, "avx512")) isa_cap_bad = env;
+    isa_found = NCONV_ISA_GENERIC;
 #if defined(__x86_64__) && defined(__GNUC__)
     /* libgcc also checks that the OS saves the registers (XCR0). */
     if (cap >= NCONV_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
         __builtin_cpu_supports("fma"))
-        return NCONV_ISA_AVX512;
-    if (cap >= NCONV_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return NCONV_ISA_AVX2;
+        isa_found = NCONV_ISA_AVX512;
+    else if (cap >= NCONV_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isa_found = NCONV_ISA_AVX2;
 #endif
-    return NCONV_ISA_GENERIC;
+}
+
+nconv_isa nconv__detect_isa(void) {
+    pthread_once(&isa_once, isa_detect);
+    return isa_found;
+}
+
+const char *nconv__isa_cap_invalid(void) {
+    pthread_once(&isa_once, isa_detect);
+    return isa_cap_bad;
 }
 
 const nconv_kernels *nconv__kernels_for(nconv_isa isa) {

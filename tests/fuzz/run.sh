@@ -9,7 +9,7 @@
 # into the repository's corpus (minimised). The test suite's fuzz_smoke runs
 # this for 30 seconds per target with FUZZ_SEED=1, so that a failure in CI
 # reproduces; campaigns without FUZZ_SEED draw a new seed each run.
-# FUZZ_TARGETS="desc npy" picks targets.
+# FUZZ_TARGETS="desc npy" picks targets (default: desc npy conv cli).
 set -eu
 secs=$1
 build=${2:-build-fuzz}
@@ -18,8 +18,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 cc=${CC:-clang}
 cmake -S "$src" -B "$build" -DNCONV_FUZZ=ON -DNCONV_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" >/dev/null
-cmake --build "$build" -j2 --target fuzz_desc fuzz_npy fuzz_conv >/dev/null
-for f in ${FUZZ_TARGETS:-desc npy conv}; do
+cmake --build "$build" -j2 --target fuzz_desc fuzz_npy fuzz_conv fuzz_cli >/dev/null
+for f in ${FUZZ_TARGETS:-desc npy conv cli}; do
   scratch="$build/corpus/$f"
   mkdir -p "$scratch"
   log="$build/fuzz_$f.log"

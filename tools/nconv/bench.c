@@ -198,7 +198,7 @@ int cmd_bench(int argc, char **argv) {
     suite_apply(&o, &l);
     peer = peer && onednn_available();
     nconv_context *ctx;
-    nconv_context_create(&ctx);
+    if (nconv_context_create(&ctx)) return list_free(&l), cli_fail("%s", nconv_last_error() + strlen("nconv: "));
     nconv_context_set_threads(ctx, o.threads);
     if (o.algo && strcmp(o.algo, "auto")) {
         if (!strcmp(o.algo, "benchmark")) nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK);

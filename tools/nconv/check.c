@@ -75,9 +75,12 @@ int cmd_check(int argc, char **argv) {
     }
     if (!l.n) return cli_fail("check: no problem given (descriptors or --batch FILE)");
     suite_apply(&o, &l);
-    nconv_context *ref_ctx, *ctx;
-    nconv_context_create(&ref_ctx);
-    nconv_context_create(&ctx);
+    nconv_context *ref_ctx = NULL, *ctx = NULL;
+    if (nconv_context_create(&ref_ctx) || nconv_context_create(&ctx)) {
+        const int rc = cli_fail("%s", nconv_last_error() + strlen("nconv: "));
+        nconv_context_destroy(ref_ctx);
+        return list_free(&l), rc;
+    }
     nconv_context_set_algorithm(ref_ctx, "ref");
     nconv_context_set_threads(ctx, o.threads);
     int failures = 0, passes = 0;

@@ -106,12 +106,44 @@ typedef struct npy_array {
 int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
 /* The same from an open stream; path names it in messages. */
 int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t errcap);
-/* Writes a C-order array of the given dtype (bf16 data must be given as f32). */
-int npy_write(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape, char *err,
-              size_t errcap);
+/* Writes a C-order array of the given dtype (bf16 data must be given as f32) to an open file;
+ * name names it in messages, which carry the system's reason. */
+int npy_write_fd(int fd, const char *name, const void *data, const char *descr, int ndim, const int64_t *shape,
+                 char *err, size_t errcap);
 void npy_free(npy_array *a);
 /* Moves dim k to the front (C order), reordering the data. */
 int npy_move_axis_front(npy_array *a, int k);
+
+/* The outputs of one run, all or nothing: each is written to a new file in the
+ * directory, and only when all are written and flushed do they replace (rename
+ * over) the named files, symbolic links replaced and not followed. A failure
+ * leaves every file in the directory as it was (outdir.c). */
+enum { OUTDIR_MAX = 8 };
+typedef struct out_dir {
+    const char *dir;
+    int created; /* the directory did not exist */
+    int n;
+    struct out_file {
+        const char *name;
+        char tmp[4200], dst[4200], bak[4200];
+        int fd, has_bak, placed;
+    } f[OUTDIR_MAX];
+} out_dir;
+
+/* Creates (if missing) the directory and a new file for each name, checking that every name is
+ * free or a file (not a directory). 0, or EXIT_INVALID with a message naming flag (--out). */
+int outdir_open(out_dir *o, const char *flag, const char *dir, const char *const *names, int n);
+/* The open file for output k. */
+int outdir_fd(const out_dir *o, int k);
+/* Flushes the files and puts them in place; 0, or EXIT_CHECK_FAILED with a message, everything as
+ * it was. */
+int outdir_commit(out_dir *o);
+/* Removes what outdir_open made (no-op after a commit). */
+void outdir_abort(out_dir *o);
+
+/* The product of shape[0..rank) into *n: 0, or -1 when it overflows int64 or exceeds
+ * NCONV_MAX_ELEMENTS. */
+int cli_numel(int rank, const int64_t *shape, int64_t *n);
 
 /* A tensor owned by the CLI. */
 typedef struct host_tensor {

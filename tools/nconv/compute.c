@@ -2,15 +2,16 @@
  * nconv compute: runs one convolution on .npy arrays with PyTorch's
  * torch.nn.functional.conv{1,2,3}d / conv_transpose{1,2,3}d semantics and
  * writes y.npy (and, with --dy, dx.npy, dw.npy, db.npy, dz.npy) to --out.
- * Every input is checked before anything is written.
+ * Every input is checked before anything is written, and the outputs replace
+ * the files in --out together or not at all (outdir.c).
  */
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../src/internal.h" /* element conversions */
 
@@ -25,17 +26,23 @@ static const char *const arg_names[A_COUNT] = {
     "--output-padding", "--padding-mode", "--z", "--alpha", "--dy", "--ggx", "--ggw", "--ggb", "--x-bdim",
     "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads"};
 
-/* Writes a tensor as .npy in C order: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
+/* Writes a tensor as .npy in C order to fd: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
 /* batch > 0: the file gets a leading dim of that size (the tensor's slices). */
-static int write_tensor(const char *dir, const char *name, const host_tensor *h, int64_t batch, int rank,
+static int write_tensor(int fd, const char *name, const host_tensor *h, int64_t batch, int rank,
                         const int64_t *shape, int drop_batch, nconv_dtype dt) {
-    int64_t slice = 1;
-    for (int i = 0; i < rank; i++) slice *= shape[i];
-    const int64_t numel = slice * (batch > 0 ? batch : 1);
+    int64_t fshape[NCONV_MAX_DIMS + 1], slice, numel;
+    int frank = 0;
+    if (batch > 0) fshape[frank++] = batch;
+    for (int i = drop_batch; i < rank; i++) fshape[frank++] = shape[i];
+    if (cli_numel(rank, shape, &slice) || cli_numel(frank, fshape, &numel))
+        return cli_fail("%s: shape overflows int64", name);
     const char *descr = dt == NCONV_F64 ? "f8" : dt == NCONV_F16 ? "f2" : "f4";
     size_t isz = dt == NCONV_F64 ? 8 : dt == NCONV_F16 ? 2 : 4;
     char *out = malloc(isz * (size_t)(numel ? numel : 1));
-    if (!out) return cli_fail("out of memory writing %s", name);
+    if (!out) {
+        fprintf(stderr, "nconv: out of memory writing %s\n", name);
+        return EXIT_CHECK_FAILED;
+    }
     for (int64_t i = 0; i < numel; i++) {
         int64_t rem = i % slice, off = (i / slice) * h->batch_stride;
         for (int k = rank - 1; k >= 0; k--) {
@@ -52,19 +59,35 @@ static int write_tensor(const char *dir, const char *name, const host_tensor *h,
             memcpy(out + 4 * i, &f, 4);
         }
     }
-    char path[4096], err[4300];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int64_t fshape[NCONV_MAX_DIMS + 1];
-    int frank = 0;
-    if (batch > 0) fshape[frank++] = batch;
-    for (int i = drop_batch; i < rank; i++) fshape[frank++] = shape[i];
-    int r = npy_write(path, out, descr, frank, fshape, err, sizeof err);
+    char err[512];
+    int r = npy_write_fd(fd, name, out, descr, frank, fshape, err, sizeof err);
     free(out);
     if (r) {
         fprintf(stderr, "nconv: %s\n", err);
         return EXIT_CHECK_FAILED;
     }
     return 0;
+}
+
+/* The flags that set the geometry, each with what it means when not given; for a problem the
+ * library refuses, the first flag whose default makes it valid is the one to name. */
+static int blame_flag(const nconv_problem *p, const char *const *val) {
+    static const int order[] = {A_PADDING, A_PAD_END, A_STRIDE, A_DILATION, A_OUTPUT_PADDING, A_PADDING_MODE};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+        const int a = order[k];
+        if (!val[a]) continue;
+        nconv_problem q = *p;
+        for (int i = 0; i < q.ndims; i++) {
+            if (a == A_PADDING) q.pad_begin[i] = 0, q.pad_end[i] = val[A_PAD_END] ? q.pad_end[i] : 0;
+            if (a == A_PAD_END) q.pad_end[i] = q.pad_begin[i];
+            if (a == A_STRIDE) q.stride[i] = 1;
+            if (a == A_DILATION) q.dilation[i] = 1;
+            if (a == A_OUTPUT_PADDING) q.output_padding[i] = 0;
+        }
+        if (a == A_PADDING_MODE) q.padding_mode = NCONV_PAD_ZEROS;
+        if (!nconv_problem_validate(&q)) return a;
+    }
+    return -1;
 }
 
 static void shape_str(char *buf, size_t cap, int rank, const int64_t *shape) {
@@ -74,6 +97,16 @@ static void shape_str(char *buf, size_t cap, int rank, const int64_t *shape) {
     if (n < cap) snprintf(buf + n, cap - n, ")");
 }
 
+/* An output file: its tensor, whether it carries the vmap dim, its shape and whether its
+ * file drops the batch dim (unbatched activations), and whether the run writes it. */
+typedef struct out_spec {
+    const char *name;
+    const host_tensor *h;
+    int batched, rank;
+    const int64_t *shape;
+    int drop, on;
+} out_spec;
+
 static int same_shape(const npy_array *a, int rank, const int64_t *shape) {
     if (a->ndim != rank) return 0;
     for (int i = 0; i < rank; i++)
@@ -82,6 +115,9 @@ static int same_shape(const npy_array *a, int rank, const int64_t *shape) {
 }
 
 int cmd_compute(int argc, char **argv) {
+    /* A write past the file-size limit then fails (EFBIG), is reported and its files removed,
+     * instead of the signal ending the process with a partial file. */
+    signal(SIGXFSZ, SIG_IGN);
     const char *val[A_COUNT] = {0};
     int transposed = 0, relu = 0;
     for (int i = 0; i < argc; i++) {
@@ -155,8 +191,9 @@ int cmd_compute(int argc, char **argv) {
         dtype_set = 1;
     }
     nconv_context *ctx = NULL;
-    if (nconv_context_create(&ctx)) return cli_fail("%s", nconv_last_error());
+    if (nconv_context_create(&ctx)) return cli_fail("%s", nconv_last_error() + strlen("nconv: "));
     int rc = EXIT_INVALID;
+    out_dir od = {.n = 0, .created = 0};
     npy_array x = {0}, w = {0}, b = {0}, z = {0}, dy = {0}, ggx = {0}, ggw = {0}, ggb = {0};
     host_tensor hx = {0}, hw = {0}, hb = {0}, hz = {0}, hy = {0}, hdy = {0}, hdx = {0}, hdw = {0}, hdb = {0}, hdz = {0};
     host_tensor hggx = {0}, hggw = {0}, hggb = {0}, hggy = {0}, hgx = {0}, hgw = {0};
@@ -234,11 +271,16 @@ int cmd_compute(int argc, char **argv) {
         p.in_size[i] = x.shape[x.ndim - nd + i];
         p.kernel[i] = w.shape[2 + i];
     }
+    int64_t wide; /* w.shape[1] * groups */
+    if (!nconv__mul_ok(w.shape[1], groups, &wide)) {
+        rc = cli_fail("--groups = %lld: w.shape[1] * groups = %lld * %lld overflows int64", (long long)groups,
+                      (long long)w.shape[1], (long long)groups);
+        goto done;
+    }
     if (!transposed) {
-        if (p.in_channels != w.shape[1] * groups) {
+        if (p.in_channels != wide) {
             rc = cli_fail("--x: %lld input channels, but --w expects w.shape[1] * groups = %lld * %lld = %lld",
-                          (long long)p.in_channels, (long long)w.shape[1], (long long)groups,
-                          (long long)(w.shape[1] * groups));
+                          (long long)p.in_channels, (long long)w.shape[1], (long long)groups, (long long)wide);
             goto done;
         }
         if (w.shape[0] % groups) {
@@ -258,7 +300,7 @@ int cmd_compute(int argc, char **argv) {
                           (long long)p.in_channels);
             goto done;
         }
-        p.out_channels = w.shape[1] * groups;
+        p.out_channels = wide;
     }
     if (p.out_channels < 1 || p.in_channels < 1) {
         rc = cli_fail("--w: channel dims must be >= 1 (w.shape[0] = %lld, w.shape[1] = %lld)", (long long)w.shape[0],
@@ -335,7 +377,11 @@ int cmd_compute(int argc, char **argv) {
         }
     }
     if (nconv_problem_validate(&p)) {
-        rc = cli_fail("%s", nconv_last_error() + strlen("nconv: "));
+        char why[1024];
+        snprintf(why, sizeof why, "%s", nconv_last_error() + strlen("nconv: "));
+        const int a = blame_flag(&p, val);
+        if (a >= 0) rc = cli_fail("%s = '%s': %s", arg_names[a], val[a], why);
+        else rc = cli_fail("--x, --w: the arrays' shapes give %s", why);
         goto done;
     }
 
@@ -376,6 +422,24 @@ int cmd_compute(int argc, char **argv) {
             goto done;
         }
     }
+
+    /* The outputs, in the order of the contract; their files are made before the computation,
+     * and replace the old ones only when all are written. */
+    const out_spec all_outs[] = {
+        {"y.npy", &hy, 1, r, ys, drop, 1},
+        {"dx.npy", &hdx, 1, r, xs, drop, val[A_DY] != NULL},
+        {"dw.npy", &hdw, 1, r, wsh, 0, val[A_DY] != NULL},
+        {"db.npy", &hdb, 1, 1, &p.out_channels, 0, val[A_DY] && val[A_B]},
+        {"dz.npy", &hdz, 1, r, ys, drop, val[A_DY] && val[A_Z]},
+        {"ggy.npy", &hggy, 0, r, ys, drop, dbl},
+        {"gx.npy", &hgx, 0, r, xs, drop, dbl},
+        {"gw.npy", &hgw, 0, r, wsh, 0, dbl}};
+    out_spec outs[OUTDIR_MAX];
+    int nout = 0;
+    const char *out_names[OUTDIR_MAX];
+    for (size_t k = 0; k < sizeof all_outs / sizeof all_outs[0]; k++)
+        if (all_outs[k].on) outs[nout] = all_outs[k], out_names[nout++] = all_outs[k].name;
+    if ((rc = outdir_open(&od, "--out", val[A_OUT], out_names, nout))) goto done;
 
     rc = EXIT_CHECK_FAILED;
     /* Inputs: their slices (one when shared); outputs: one slice per b. */
@@ -426,28 +490,13 @@ int cmd_compute(int argc, char **argv) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
-    if (mkdir(val[A_OUT], 0777) && errno != EEXIST) {
-        rc = cli_fail("--out = '%s': cannot create the directory: %s", val[A_OUT], strerror(errno));
-        goto done;
-    }
-    struct stat sb;
-    if (stat(val[A_OUT], &sb) || !S_ISDIR(sb.st_mode)) {
-        rc = cli_fail("--out = '%s': not a directory", val[A_OUT]);
-        goto done;
-    }
-    rc = write_tensor(val[A_OUT], "y.npy", &hy, B, r, ys, drop, dt);
-    if (!rc && val[A_DY]) {
-        rc = write_tensor(val[A_OUT], "dx.npy", &hdx, B, r, xs, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "dw.npy", &hdw, B, r, wsh, 0, dt);
-        if (!rc && val[A_B]) rc = write_tensor(val[A_OUT], "db.npy", &hdb, B, 1, &p.out_channels, 0, dt);
-        if (!rc && val[A_Z]) rc = write_tensor(val[A_OUT], "dz.npy", &hdz, B, r, ys, drop, dt);
-    }
-    if (!rc && dbl) {
-        rc = write_tensor(val[A_OUT], "ggy.npy", &hggy, 0, r, ys, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "gx.npy", &hgx, 0, r, xs, drop, dt);
-        if (!rc) rc = write_tensor(val[A_OUT], "gw.npy", &hgw, 0, r, wsh, 0, dt);
-    }
+    rc = 0;
+    for (int k = 0; k < nout && !rc; k++)
+        rc = write_tensor(outdir_fd(&od, k), outs[k].name, outs[k].h, outs[k].batched ? B : 0, outs[k].rank,
+                          outs[k].shape, outs[k].drop, dt);
+    if (!rc) rc = outdir_commit(&od);
 done:
+    outdir_abort(&od);
     npy_free(&x), npy_free(&w), npy_free(&b), npy_free(&z), npy_free(&dy);
     npy_free(&ggx), npy_free(&ggw), npy_free(&ggb);
     host_tensor *all[] = {&hx, &hw, &hb, &hz, &hy, &hdy, &hdx, &hdw, &hdb, &hdz, &hggx, &hggw, &hggb, &hggy, &hgx, &hgw};

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../src/internal.h" /* half-precision conversions */
 
@@ -14,18 +15,177 @@ static int err_out(char *err, size_t cap, const char *path, const char *why) {
     return -1;
 }
 
-/* Finds the value text after 'key': in a header dict. */
-static const char *dict_value(const char *h, const char *key) {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *k = strstr(h, pat);
-    if (!k) return NULL;
-    k += strlen(pat);
-    while (*k == ' ') k++;
-    if (*k != ':') return NULL;
-    k++;
-    while (*k == ' ') k++;
-    return k;
+/* The header dict, parsed as NumPy's reader accepts what its writer makes: a Python dict
+ * literal with exactly the keys 'descr' (a string), 'fortran_order' (True or False) and
+ * 'shape' (a tuple of non-negative decimal integers), each once, in any order, a trailing
+ * comma allowed; blanks between tokens; after the closing brace only blanks. */
+typedef struct header_parser {
+    const char *s, *end;
+    char *why; /* the first problem found */
+    size_t cap;
+} header_parser;
+
+static int hp_fail(header_parser *h, const char *fmt, const char *arg) {
+    char what[160];
+    snprintf(what, sizeof what, fmt, arg);
+    snprintf(h->why, h->cap, "malformed header: %s", what);
+    return -1;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+static void hp_skip(header_parser *h) {
+    while (h->s < h->end && is_blank(*h->s)) h->s++;
+}
+
+/* The next token's text, quoted for a message. */
+static const char *hp_near(const header_parser *h, char *buf, size_t cap) {
+    if (h->s >= h->end) return "the end of the header";
+    size_t n = 0;
+    buf[n++] = '\'';
+    for (const char *q = h->s; q < h->end && n + 2 < cap && n < 17 && !is_blank(*q); q++) buf[n++] = *q;
+    buf[n++] = '\'';
+    buf[n] = '\0';
+    return buf;
+}
+
+static int hp_expect(header_parser *h, char c, const char *what) {
+    hp_skip(h);
+    if (h->s < h->end && *h->s == c) {
+        h->s++;
+        return 0;
+    }
+    char near[24];
+    char msg[96];
+    snprintf(msg, sizeof msg, "expected %s, found %%s", what);
+    return hp_fail(h, msg, hp_near(h, near, sizeof near));
+}
+
+/* A quoted string without escapes into out (at most cap - 1 characters). */
+static int hp_string(header_parser *h, char *out, size_t cap) {
+    hp_skip(h);
+    char near[24];
+    if (h->s >= h->end || (*h->s != '\'' && *h->s != '"'))
+        return hp_fail(h, "expected a quoted string, found %s", hp_near(h, near, sizeof near));
+    const char q = *h->s++;
+    size_t n = 0;
+    for (; h->s < h->end && *h->s != q; h->s++) {
+        if (*h->s == '\\' || *h->s == '\n')
+            return hp_fail(h, "%s in a string", *h->s == '\\' ? "a backslash" : "a newline");
+        if (n + 1 >= cap) return hp_fail(h, "%s", "a string too long for a key or a dtype");
+        out[n++] = *h->s;
+    }
+    if (h->s >= h->end) return hp_fail(h, "%s", "an unterminated string");
+    h->s++;
+    out[n] = '\0';
+    return 0;
+}
+
+/* A Python name: the longest run of identifier characters. */
+static size_t hp_word(const header_parser *h) {
+    size_t n = 0;
+    while (h->s + n < h->end && (h->s[n] == '_' || (h->s[n] >= 'a' && h->s[n] <= 'z') ||
+                                 (h->s[n] >= 'A' && h->s[n] <= 'Z') || (h->s[n] >= '0' && h->s[n] <= '9')))
+        n++;
+    return n;
+}
+
+static int hp_bool(header_parser *h, int *v) {
+    hp_skip(h);
+    const size_t n = hp_word(h);
+    char word[24];
+    if (n == 4 && !strncmp(h->s, "True", 4)) *v = 1;
+    else if (n == 5 && !strncmp(h->s, "False", 5)) *v = 0;
+    else {
+        snprintf(word, sizeof word, "'%.*s'", n ? (int)(n < 16 ? n : 16) : 1, h->s < h->end ? h->s : "?");
+        return hp_fail(h, "'fortran_order' must be True or False, found %s", word);
+    }
+    h->s += n;
+    return 0;
+}
+
+static int hp_shape(header_parser *h, npy_array *a) {
+    if (hp_expect(h, '(', "'(' to open the shape tuple")) return -1;
+    int64_t span = 1; /* the product with 0s read as 1s, bounded: numel and an empty array's dims */
+    a->numel = 1;
+    for (;;) {
+        hp_skip(h);
+        if (h->s < h->end && *h->s == ')') break;
+        char near[24];
+        if (h->s >= h->end || *h->s < '0' || *h->s > '9')
+            return hp_fail(h, "expected a dimension (a non-negative integer) or ')', found %s", hp_near(h, near, sizeof near));
+        if (a->ndim == 8) return hp_fail(h, "%s", "a shape of more than 8 dims");
+        if (*h->s == '0' && h->s + 1 < h->end && h->s[1] >= '0' && h->s[1] <= '9')
+            return hp_fail(h, "a dimension with a leading zero, %s", hp_near(h, near, sizeof near));
+        int64_t v = 0;
+        for (; h->s < h->end && *h->s >= '0' && *h->s <= '9'; h->s++)
+            if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *h->s - '0', &v) || v > ((int64_t)1 << 40))
+                return hp_fail(h, "%s", "a dimension above 2^40");
+        if (hp_word(h)) return hp_fail(h, "a dimension followed by %s", hp_near(h, near, sizeof near));
+        if (__builtin_mul_overflow(span, v > 0 ? v : 1, &span) || span > ((int64_t)1 << 40))
+            return hp_fail(h, "%s", "a shape of more than 2^40 elements");
+        a->numel *= v;
+        a->shape[a->ndim++] = v;
+        hp_skip(h);
+        if (h->s < h->end && *h->s == ',') {
+            h->s++;
+            continue;
+        }
+        if (h->s < h->end && *h->s == ')') {
+            /* (n) is an integer in Python, not a tuple */
+            if (a->ndim == 1) return hp_fail(h, "%s", "a one-dimensional shape without its comma, as in (n,)");
+            break;
+        }
+        return hp_fail(h, "expected ',' or ')' in the shape, found %s", hp_near(h, near, sizeof near));
+    }
+    h->s++;
+    return 0;
+}
+
+/* Parses the header text [s, end) into a (shape, numel), descr and *fortran. */
+static int parse_header(const char *s, const char *end, npy_array *a, char *descr, size_t dcap, int *fortran,
+                        char *why, size_t cap) {
+    header_parser h = {s, end, why, cap};
+    for (const char *q = s; q < end; q++)
+        if ((unsigned char)*q >= 0x80 || *q == '\0') {
+            char what[64];
+            snprintf(what, sizeof what, "byte 0x%02x at offset %d (only ASCII text may appear)", (unsigned char)*q,
+                     (int)(q - s));
+            return hp_fail(&h, "%s", what);
+        }
+    if (hp_expect(&h, '{', "'{' to open the header dict")) return -1;
+    static const char *const keys[3] = {"descr", "fortran_order", "shape"};
+    int seen[3] = {0, 0, 0};
+    for (;;) {
+        hp_skip(&h);
+        if (h.s < h.end && *h.s == '}') break;
+        char key[32];
+        if (hp_string(&h, key, sizeof key)) return -1;
+        int k = 0;
+        while (k < 3 && strcmp(key, keys[k])) k++;
+        if (k == 3) return hp_fail(&h, "the key '%s' (the keys are descr, fortran_order and shape)", key);
+        if (seen[k]++) return hp_fail(&h, "the key '%s' given twice", key);
+        if (hp_expect(&h, ':', "':' after a key")) return -1;
+        if ((k == 0 && hp_string(&h, descr, dcap)) || (k == 1 && hp_bool(&h, fortran)) || (k == 2 && hp_shape(&h, a)))
+            return -1;
+        hp_skip(&h);
+        if (h.s < h.end && *h.s == ',') {
+            h.s++;
+            continue;
+        }
+        if (h.s < h.end && *h.s == '}') break;
+        char near[24];
+        return hp_fail(&h, "expected ',' or '}' after a value, found %s", hp_near(&h, near, sizeof near));
+    }
+    h.s++;
+    for (int k = 0; k < 3; k++)
+        if (!seen[k]) return hp_fail(&h, "the key '%s' is missing", keys[k]);
+    hp_skip(&h);
+    if (h.s < h.end) {
+        char near[24];
+        return hp_fail(&h, "%s after the dict (only blanks may follow it)", hp_near(&h, near, sizeof near));
+    }
+    return 0;
 }
 
 int npy_read(const char *path, npy_array *a, char *err, size_t errcap) {
@@ -50,91 +210,90 @@ static long remaining(FILE *f) {
     return end - pos;
 }
 
+/* Reads n bytes into *out. The buffer grows with what arrives (from `first` bytes, doubling),
+ * so a stream that holds less than its header claims costs at most twice what it holds.
+ * 0: read; 1: the stream ended first; -1: out of memory. */
+static int read_bytes(FILE *f, size_t n, size_t first, unsigned char **out) {
+    size_t cap = n < first ? n : first, got = 0;
+    unsigned char *buf = malloc(cap ? cap : 1);
+    while (buf && got < n) {
+        if (got == cap) {
+            const size_t more = cap > n - cap ? n : 2 * cap;
+            unsigned char *b = realloc(buf, more);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b, cap = more;
+        }
+        const size_t r = fread(buf + got, 1, cap - got, f);
+        if (!r) break;
+        got += r;
+    }
+    if (!buf) return -1;
+    if (got < n) {
+        free(buf);
+        return 1;
+    }
+    *out = buf;
+    return 0;
+}
+
 int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t errcap) {
     memset(a, 0, sizeof *a);
     unsigned char pre[12];
     int rc = -1;
     char *h = NULL;
+    unsigned char *raw = NULL;
+    char why[256];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
         err_out(err, errcap, path, "not a .npy file (bad magic)");
         goto done;
     }
     size_t hlen;
+    if (pre[6] < 1 || pre[6] > 3 || pre[7] != 0) {
+        snprintf(why, sizeof why, "unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)", pre[6], pre[7]);
+        err_out(err, errcap, path, why);
+        goto done;
+    }
     if (pre[6] == 1) {
         hlen = pre[8] | (size_t)pre[9] << 8;
-    } else if (pre[6] == 2 || pre[6] == 3) {
+    } else {
         if (fread(pre + 10, 1, 2, f) != 2) {
             err_out(err, errcap, path, "truncated header");
             goto done;
         }
         hlen = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-    } else {
-        err_out(err, errcap, path, "unsupported .npy format version");
-        goto done;
     }
-    if (hlen > (1u << 20)) {
-        err_out(err, errcap, path, "malformed header (too long)");
+    if (hlen > 10000) { /* NumPy's own reader refuses longer headers by default */
+        snprintf(why, sizeof why, "malformed header: %zu bytes long, more than NumPy's limit of 10000", hlen);
+        err_out(err, errcap, path, why);
         goto done;
     }
     h = malloc(hlen + 1);
     if (!h || fread(h, 1, hlen, f) != hlen) {
-        err_out(err, errcap, path, "truncated header");
+        err_out(err, errcap, path, h ? "truncated header" : "out of memory");
         goto done;
     }
-    h[hlen] = '\0';
-    const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"), *sh = dict_value(h, "shape");
-    if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
-        err_out(err, errcap, path, "malformed header (needs descr, fortran_order, shape)");
-        goto done;
-    }
-    size_t isz;
-    if (!strncmp(d, "'<f2'", 5)) strcpy(a->descr, "f2"), isz = 2;
-    else if (!strncmp(d, "'<f4'", 5)) strcpy(a->descr, "f4"), isz = 4;
-    else if (!strncmp(d, "'<f8'", 5)) strcpy(a->descr, "f8"), isz = 8;
-    else {
-        char why[128];
-        const char *q = strchr(d + 1, '\'');
-        snprintf(why, sizeof why, "unsupported .npy dtype %.*s (expected <f2, <f4 or <f8)",
-                 q ? (int)(q - d + 1) : 8, d);
+    char descr[32];
+    int fortran = 0;
+    if (parse_header(h, h + hlen, a, descr, sizeof descr, &fortran, why, sizeof why)) {
+        a->ndim = 0;
         err_out(err, errcap, path, why);
         goto done;
     }
-    int fortran;
-    if (!strncmp(fo, "False", 5)) fortran = 0;
-    else if (!strncmp(fo, "True", 4)) fortran = 1;
+    size_t isz;
+    if (!strcmp(descr, "<f2")) strcpy(a->descr, "f2"), isz = 2;
+    else if (!strcmp(descr, "<f4")) strcpy(a->descr, "f4"), isz = 4;
+    else if (!strcmp(descr, "<f8")) strcpy(a->descr, "f8"), isz = 8;
     else {
-        err_out(err, errcap, path, "malformed header (fortran_order)");
+        snprintf(why, sizeof why, "unsupported .npy dtype '%s' (expected <f2, <f4 or <f8)", descr);
+        err_out(err, errcap, path, why);
         goto done;
     }
-    const char *q = sh + 1;
-    a->numel = 1;
-    int64_t span = 1; /* the product with 0s read as 1s, bounded: numel (at most span) and an empty array's dims */
-    for (;;) {
-        while (*q == ' ') q++;
-        if (*q == ')') break;
-        if (*q < '0' || *q > '9' || a->ndim == 8) {
-            err_out(err, errcap, path, "malformed header (shape)");
-            goto done;
-        }
-        char *end;
-        errno = 0;
-        long long v = strtoll(q, &end, 10);
-        if (errno || __builtin_mul_overflow(span, v > 0 ? (int64_t)v : 1, &span) || span > ((int64_t)1 << 40)) {
-            err_out(err, errcap, path, "shape too large");
-            goto done;
-        }
-        a->numel *= v;
-        a->shape[a->ndim++] = v;
-        q = end;
-        while (*q == ' ') q++;
-        if (*q == ',') q++;
-        else if (*q != ')') {
-            err_out(err, errcap, path, "malformed header (shape)");
-            goto done;
-        }
-    }
-    size_t nbytes = (size_t)a->numel * isz;
-    /* Checked before allocating: a header may promise far more than the file holds. */
+    const size_t nbytes = (size_t)a->numel * isz;
+    /* A seekable file must hold exactly the data; a stream is read as far as it goes. */
     const long left = remaining(f);
     if (left >= 0 && (size_t)left != nbytes) {
         err_out(err, errcap, path,
@@ -142,32 +301,28 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
                                       : "trailing bytes after the data");
         goto done;
     }
-    unsigned char *raw = malloc(nbytes ? nbytes : 1);
-    a->data = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
-    if (!raw || !a->data) {
-        free(raw);
-        err_out(err, errcap, path, "out of memory");
+    const int got = read_bytes(f, nbytes, left >= 0 ? nbytes : (size_t)1 << 20, &raw);
+    if (got) {
+        err_out(err, errcap, path, got < 0 ? "out of memory" : "truncated data (file shorter than its shape says)");
         goto done;
     }
-    if (fread(raw, 1, nbytes, f) != nbytes) {
-        free(raw);
-        err_out(err, errcap, path, "truncated data (file shorter than its shape says)");
-        goto done;
-    }
-    int extra = fgetc(f);
-    if (extra != EOF) {
-        free(raw);
+    if (fgetc(f) != EOF) {
         err_out(err, errcap, path, "trailing bytes after the data");
         goto done;
     }
+    a->data = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
+    if (!a->data) {
+        err_out(err, errcap, path, "out of memory");
+        goto done;
+    }
+    int64_t stride[8];
+    for (int64_t k = a->ndim - 1, mul = 1; k >= 0; k--) stride[k] = mul, mul *= a->shape[k];
     for (int64_t i = 0; i < a->numel; i++) {
         /* Destination index: C order; source index i is Fortran order when set. */
         int64_t dst = i;
         if (fortran && a->ndim > 1) {
-            int64_t rem = i, mul = 1;
+            int64_t rem = i;
             dst = 0;
-            int64_t stride[8];
-            for (int k = a->ndim - 1; k >= 0; k--) stride[k] = mul, mul *= a->shape[k];
             for (int k = 0; k < a->ndim; k++) {
                 dst += (rem % a->shape[k]) * stride[k];
                 rem /= a->shape[k];
@@ -187,22 +342,22 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
         }
         a->data[dst] = v;
     }
-    free(raw);
     rc = 0;
 done:
     if (rc) npy_free(a);
+    free(raw);
     free(h);
     return rc;
 }
 
-int npy_write(const char *path, const void *data, const char *descr, int ndim, const int64_t *shape, char *err,
-              size_t errcap) {
+int npy_write_fd(int fd, const char *name, const void *data, const char *descr, int ndim, const int64_t *shape,
+                 char *err, size_t errcap) {
     char hdr[256];
     int n = snprintf(hdr, sizeof hdr, "{'descr': '<%s', 'fortran_order': False, 'shape': (", descr);
     int64_t numel = 1;
     for (int i = 0; i < ndim; i++) {
         n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%lld%s", (long long)shape[i], ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
-        numel *= shape[i];
+        if (!nconv__mul_ok(numel, shape[i], &numel)) return err_out(err, errcap, name, "shape overflows int64");
     }
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
     /* Pad with spaces so that the data starts at a multiple of 64 bytes. */
@@ -211,18 +366,20 @@ int npy_write(const char *path, const void *data, const char *descr, int ndim, c
     memset(hdr + n, ' ', (size_t)pad);
     n += pad;
     hdr[n++] = '\n';
-    size_t isz = descr[1] == '2' ? 2 : descr[1] == '4' ? 4 : 8;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        char why[256];
-        snprintf(why, sizeof why, "cannot create: %s", strerror(errno));
-        return err_out(err, errcap, path, why);
-    }
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n &&
-             fwrite(data, isz, (size_t)numel, f) == (size_t)numel;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) return err_out(err, errcap, path, "write failed");
+    const size_t isz = descr[1] == '2' ? 2 : descr[1] == '4' ? 4 : 8;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+    const struct { const void *p; size_t n; } parts[3] = {{pre, 10}, {hdr, (size_t)n}, {data, isz * (size_t)numel}};
+    for (int k = 0; k < 3; k++)
+        for (size_t done = 0; done < parts[k].n;) {
+            const ssize_t w = write(fd, (const char *)parts[k].p + done, parts[k].n - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                char why[256];
+                snprintf(why, sizeof why, "write failed: %s", w < 0 ? strerror(errno) : "no progress");
+                return err_out(err, errcap, name, why);
+            }
+            done += (size_t)w;
+        }
     return 0;
 }
 
@@ -234,9 +391,8 @@ void npy_free(npy_array *a) {
 int npy_move_axis_front(npy_array *a, int k) {
     if (k == 0) return 0;
     /* [outer][K][inner] -> [K][outer][inner] */
-    int64_t outer = 1, inner = 1, K = a->shape[k];
-    for (int i = 0; i < k; i++) outer *= a->shape[i];
-    for (int i = k + 1; i < a->ndim; i++) inner *= a->shape[i];
+    int64_t outer, inner, K = a->shape[k];
+    if (cli_numel(k, a->shape, &outer) || cli_numel(a->ndim - k - 1, a->shape + k + 1, &inner)) return -1;
     /* An empty array moves no data (its other dims may multiply to 2^40: fuzz_npy timed out). */
     if (a->numel > 0) {
         double *d = malloc(sizeof(double) * (size_t)a->numel);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/internal.h" /* element conversions */
+#include "../../src/internal.h" /* element conversions, checked arithmetic */
 
 int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, host_tensor *h) {
     return to_tensor_batch(src, 1, rank, shape, dt, layout, h);
@@ -12,9 +12,8 @@ int to_tensor(const double *src, int rank, const int64_t *shape, nconv_dtype dt,
 
 int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *shape, nconv_dtype dt,
                     nconv_layout layout, host_tensor *h) {
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= shape[i];
-    const int64_t total = batch * numel;
+    int64_t numel, total;
+    if (cli_numel(rank, shape, &numel) || !nconv__mul_ok(batch, numel, &total)) return -1;
     /* 64-byte aligned, as PyTorch's CPU allocator and oneDNN's own buffers are (glibc's malloc
      * gives 16 bytes, which denies the kernels' aligned non-temporal stores). */
     const size_t bytes = nconv_dtype_size(dt) * (size_t)(total > 0 ? total : 1);
@@ -36,8 +35,8 @@ int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *s
 
 static int random_tensor(int rank, const int64_t *shape, nconv_dtype dt, nconv_layout layout, uint64_t *seed,
                          host_tensor *h) {
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= shape[i];
+    int64_t numel;
+    if (cli_numel(rank, shape, &numel)) return -1;
     double *v = calloc((size_t)(numel ? numel : 1), sizeof(double));
     if (!v) return -1;
     for (int64_t i = 0; i < numel; i++) v[i] = rng_uniform(seed);

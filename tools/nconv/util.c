@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../src/internal.h" /* checked arithmetic */
+
 int cli_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -17,6 +19,13 @@ int cli_fail(const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return EXIT_INVALID;
+}
+
+int cli_numel(int rank, const int64_t *shape, int64_t *n) {
+    *n = 1;
+    for (int i = 0; i < rank; i++)
+        if (!nconv__mul_ok(*n, shape[i], n) || *n > NCONV_MAX_ELEMENTS) return -1;
+    return 0;
 }
 
 int parse_i64(const char *s, int64_t *v) {
