@@ -217,40 +217,41 @@ static size_t need_at(nconv_context *ctx, const operands *o, int backward, int t
 }
 
 /* Sets o->threads to the context's thread count, or to the most threads whose scratch keeps
- * the call within the context's memory limit where one thread keeps it there, and returns the
- * call's workspace at that count (`one`: at one thread). The pieces were planned at one
- * thread, so whether a call fits the limit, and every bit of its result, is the same at every
- * thread count. */
-static size_t fit_threads(nconv_context *ctx, operands *o, int backward, size_t one) {
+ * the call within `room` (the context's memory limit, or the caller's workspace or a smaller
+ * bound where given; 0: none) where one thread keeps it there, and returns the call's
+ * workspace at that count (`one`: at one thread). The pieces were planned at one thread, so
+ * whether a call fits, and every bit of its result, is the same at every thread count. */
+static size_t fit_threads(nconv_context *ctx, operands *o, int backward, size_t one, size_t room) {
     const size_t limit = nconv__ctx_memory_limit(ctx);
+    if (limit && (!room || limit < room)) room = limit;
     int lo = 1, hi = nconv__ctx_threads(ctx);
     o->threads = hi;
     if (hi == 1) return one;
     size_t need = need_at(ctx, o, backward, hi);
-    if (!limit || need <= limit || one > limit) return need;
-    need = one; /* need_at(lo) <= limit < need_at(hi); the need grows with the threads */
+    if (!room || need <= room || one > room) return need;
+    need = one; /* need_at(lo) <= room < need_at(hi); the need grows with the threads */
     while (hi - lo > 1) {
         const int mid = lo + (hi - lo) / 2;
         const size_t m = need_at(ctx, o, backward, mid);
-        if (m <= limit) lo = mid, need = m;
+        if (m <= room) lo = mid, need = m;
         else hi = mid;
     }
     o->threads = lo;
     return need;
 }
 
-/* Each core call's pieces go to o->split; copies: see copies_of. */
-static size_t forward_ws(nconv_context *ctx, operands *o, unsigned copies) {
+/* Each core call's pieces go to o->split; copies: see copies_of; room: see fit_threads. */
+static size_t forward_ws(nconv_context *ctx, operands *o, unsigned copies, size_t room) {
     const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
     size_t least;
     o->copies[dir] = copies;
     const size_t one = nconv__split_choose(ctx, &o->c, dir, copies, call_budget(ctx, o, forward_total(0)),
                                            &o->split[dir], &least);
     o->least = forward_total(least);
-    return fit_threads(ctx, o, 0, forward_total(one));
+    return fit_threads(ctx, o, 0, forward_total(one), room);
 }
 
-static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, unsigned dw_copies) {
+static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, unsigned dw_copies, size_t room) {
     const size_t budget = call_budget(ctx, o, backward_fixed(o));
     const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D, dw_dir = NCONV_DIR_BWD_W;
     size_t least_dx, least_dw;
@@ -258,7 +259,7 @@ static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, u
     const size_t a = nconv__split_choose(ctx, &o->c, dx_dir, dx_copies, budget, &o->split[dx_dir], &least_dx);
     const size_t b = nconv__split_choose(ctx, &o->c, dw_dir, dw_copies, budget, &o->split[dw_dir], &least_dw);
     o->least = backward_total(o, least_dx, least_dw);
-    return fit_threads(ctx, o, 1, backward_total(o, a, b));
+    return fit_threads(ctx, o, 1, backward_total(o, a, b), room);
 }
 
 static nconv_status open_arena(nconv_context *ctx, const operands *o, void *workspace, size_t size, size_t need,
@@ -285,16 +286,21 @@ static nconv_status open_arena(nconv_context *ctx, const operands *o, void *work
     return NCONV_OK;
 }
 
-nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
-                                  const nconv_epilogue *epi, size_t *bytes) {
+nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
+                                     const nconv_epilogue *epi, size_t room, size_t *bytes) {
     operands o;
     nconv_status st = prepare(p, epi, &o);
     if (st) return st;
     if (!bytes) return INVALID("bytes is NULL");
-    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o, NCONV_COPY_BOTH);
-    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o, NCONV_COPY_BOTH, NCONV_COPY_BOTH);
+    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o, NCONV_COPY_BOTH, room);
+    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o, NCONV_COPY_BOTH, NCONV_COPY_BOTH, room);
     else return INVALID("op = %d: not an operation", (int)op);
     return NCONV_OK;
+}
+
+nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
+                                  const nconv_epilogue *epi, size_t *bytes) {
+    return nconv__workspace_within(ctx, p, op, epi, 0, bytes);
 }
 
 nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
@@ -325,7 +331,8 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
     nconv_arena arena;
     void *owned;
     const size_t need = forward_ws(ctx, &o, p->transposed ? copies_of(NCONV_DIR_BWD_D, &yv, &xv, &e, workspace)
-                                                          : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace));
+                                                          : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace),
+                                  workspace ? workspace_size : 0);
     if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
     if (!p->transposed)
         st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena, NULL, NULL);
@@ -376,7 +383,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
                                              : copies_of(NCONV_DIR_BWD_W, x ? &xv : NULL, &dyv, NULL, workspace);
     nconv_arena arena;
     void *owned;
-    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies);
+    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies, workspace ? workspace_size : 0);
     if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
 
     /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then

@@ -136,19 +136,20 @@ static void release(nconv_context *ctx, operand *ops, int n) {
 }
 
 /* Every copy and the folded call's workspace, taken before anything is
- * written (and checked against the memory limit first). `need[n]` says
- * which operands take part and whether they are inputs (2) or outputs (1). */
+ * written (and checked against the memory limit first: the call's threads
+ * fit in what the copies leave of it). `need[n]` says which operands take
+ * part and whether they are inputs (2) or outputs (1). */
 enum { ABSENT, OUTPUT, INPUT, AS_IS };
 static nconv_status take_memory(nconv_context *ctx, const nconv_problem *p, const plan *pl, operand *ops,
                                 const int *need, int n, nconv_op op, const nconv_epilogue *epi, void **ws,
                                 size_t *ws_size) {
     const int64_t B = pl->B;
     size_t total = 0;
-    nconv_status st = nconv_workspace_size(ctx, &pl->p, op, epi, ws_size);
-    if (st) return st;
     for (int i = 0; i < n; i++)
         if (need[i] == INPUT || need[i] == OUTPUT) total += fold_bytes(p, B, &ops[i]);
-    if ((st = nconv__check_memory(ctx, total + *ws_size, "the batched call"))) return st;
+    const size_t limit = nconv__ctx_memory_limit(ctx), room = limit > total ? limit - total : limit ? 1 : 0;
+    nconv_status st = nconv__workspace_within(ctx, &pl->p, op, epi, room, ws_size);
+    if (st || (st = nconv__check_memory(ctx, total + *ws_size, "the batched call"))) return st;
     for (int i = 0; i < n && !st; i++) {
         if (need[i] == AS_IS) ops[i].fold = *ops[i].user;
         else if (need[i] != ABSENT) st = fold_operand(ctx, p, B, &ops[i], need[i] == INPUT);

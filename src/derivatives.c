@@ -46,14 +46,16 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
     for (int i = 0; i < r; i++) ny *= ys[i];
 
     /* All memory before any output is written: conv(x, ggw) when it has a
-     * partner, and one workspace that serves every call below in turn. */
-    size_t fwd_ws, bwd_ws;
-    if ((st = nconv_workspace_size(ctx, p, NCONV_OP_FORWARD, NULL, &fwd_ws)) ||
-        (st = nconv_workspace_size(ctx, p, NCONV_OP_BACKWARD, NULL, &bwd_ws)))
-        return st;
-    const size_t wsz = fwd_ws > bwd_ws ? fwd_ws : bwd_ws;
+     * partner, and one workspace that serves every call below in turn, which
+     * the calls' threads fit in with the temporary under the memory limit. */
     const int two_terms = ggy && ggw && ggx;
     const size_t tmp_size = two_terms ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
+    const size_t limit = nconv__ctx_memory_limit(ctx), room = limit > tmp_size ? limit - tmp_size : limit ? 1 : 0;
+    size_t fwd_ws, bwd_ws;
+    if ((st = nconv__workspace_within(ctx, p, NCONV_OP_FORWARD, NULL, room, &fwd_ws)) ||
+        (st = nconv__workspace_within(ctx, p, NCONV_OP_BACKWARD, NULL, room, &bwd_ws)))
+        return st;
+    const size_t wsz = fwd_ws > bwd_ws ? fwd_ws : bwd_ws;
     if ((st = nconv__check_memory(ctx, wsz + tmp_size, "the double backward"))) return st;
     void *tmp = NULL, *wsp;
     if (tmp_size && !(tmp = nconv__alloc(ctx, tmp_size)))

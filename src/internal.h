@@ -314,6 +314,10 @@ void nconv__free(nconv_context *ctx, void *p);
 /* NCONV_OUT_OF_MEMORY with a message when a call that would allocate `bytes`
  * exceeds ctx's memory limit; checked before allocating. */
 nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const char *what);
+/* nconv_workspace_size for a call that must fit in `room` bytes (0: no bound but the
+ * context's memory limit): fewer threads where theirs would not (api.c, fit_threads). */
+nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
+                                     const nconv_epilogue *epi, size_t room, size_t *bytes);
 /* NCONV_INVALID_ARGUMENT when the environment's NCONV_MAX_ISA names no ISA. */
 nconv_status nconv__check_isa(void);
 /* Workspace memory of `size` bytes, reused across calls of one context

@@ -309,6 +309,48 @@ static void test_memory_limit_threads(void) {
     }
 }
 
+/* Every operation, also those that hold memory beside their calls' workspace (the double
+ * backward's temporary, the batched calls' copies), under each memory limit from the smallest
+ * that one thread runs it in to where 2 threads' scratch fits whole (1 KiB apart, finer than
+ * that memory): at 2 threads it runs too, with the bits of 1 thread under the same limit. */
+static void test_limit_any_threads(void) {
+    for (int op = 0; op < NOPS; op++) {
+        const int64_t batch = op >= OP_FWD_BATCHED ? 3 : 0;
+        nconv_context *ctx, *ctx2; /* 1 and 2 threads */
+        nconv_context_create(&ctx);
+        nconv_context_create(&ctx2);
+        nconv_context_set_threads(ctx2, 2);
+        fixture f[2];
+        fixture_make(&f[0], batch, NCONV_LAYOUT_NCX);
+        size_t lo = 0, hi = (size_t)64 << 20; /* run(lo) fails, run(hi) succeeds at one thread */
+        while (hi - lo > 1) {
+            const size_t mid = lo + (hi - lo) / 2;
+            nconv_context_set_memory_limit(ctx, mid);
+            if (run(ctx, &f[0], op) == NCONV_OK) hi = mid;
+            else lo = mid;
+        }
+        fixture_free(&f[0]);
+        int bad = 0;
+        for (size_t limit = hi; limit < hi + ((size_t)384 << 10) && !bad; limit += 1024) {
+            nconv_status st[2];
+            for (int t = 0; t < 2; t++) {
+                fixture_make(&f[t], batch, NCONV_LAYOUT_NCX);
+                nconv_context_set_memory_limit(t ? ctx2 : ctx, limit);
+                st[t] = run(t ? ctx2 : ctx, &f[t], op);
+            }
+            int same = 1;
+            for (int i = FIRST_OUT; i < NBUF; i++)
+                same &= !memcmp(f[1].b[i].data, f[0].b[i].data, sizeof(float) * (size_t)f[0].b[i].n);
+            bad = st[0] || st[1] || !same;
+            CHECK(!bad, "%s under a limit of %zu (1-thread minimum %zu): 1 thread: %d, 2 threads: %d%s", op_names[op],
+                  limit, hi, (int)st[0], (int)st[1], same ? "" : ", results differ");
+            fixture_free(&f[0]), fixture_free(&f[1]);
+        }
+        nconv_context_destroy(ctx);
+        nconv_context_destroy(ctx2);
+    }
+}
+
 static void test_strides_and_aliasing(void) {
     fixture f;
     fixture_make(&f, 0, NCONV_LAYOUT_NCX);
@@ -393,6 +435,7 @@ int main(void) {
     test_failing_allocations();
     test_memory_limit();
     test_memory_limit_threads();
+    test_limit_any_threads();
     test_strides_and_aliasing();
     return test_summary();
 }
