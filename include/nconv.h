@@ -213,7 +213,10 @@ NCONV_API nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, 
 /* ------------------------------------------------------------------ context */
 
 /** A context: thread count (default 1), determinism (default on), algorithm
- *  policy (default heuristic) and the plan cache. With threads > 1 it keeps
+ *  policy (default heuristic) and the plan cache. The kernels are the best
+ *  the CPU has, capped by the environment's NCONV_MAX_ISA (generic, avx2 or
+ *  avx512; read once, at the first call); any other value makes this and
+ *  every computing call fail with NCONV_INVALID_ARGUMENT. With threads > 1 it keeps
  *  threads - 1 worker threads, started by nconv_context_set_threads and
  *  joined by nconv_context_destroy; between calls they spin for 200 us,
  *  then sleep. One call at a time runs on them: concurrent calls on the same
@@ -246,8 +249,12 @@ NCONV_API nconv_status nconv_context_set_allocator(nconv_context *ctx, const nco
 /** The most bytes one call on ctx may allocate (0, the default: no limit).
  *  An f32 call whose workspace would exceed it runs in smaller pieces (see
  *  nconv_workspace_size); one that still needs more fails with
- *  NCONV_OUT_OF_MEMORY before allocating anything. A caller-given workspace
- *  does not count. */
+ *  NCONV_OUT_OF_MEMORY before allocating anything, and its message says
+ *  what the call's smallest pieces need. Whether a call fits does not depend
+ *  on the thread count: the pieces are chosen at one thread, and a call whose
+ *  threads' scratch would break the limit runs on as many threads as fit
+ *  (with the same bits). A caller-given workspace does not count; a call
+ *  given one runs on as many threads as it holds. */
 NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes);
 
 /** Number of algorithms and their names, preference order, reference last. */
@@ -283,7 +290,8 @@ typedef enum nconv_op {
  *  bands of rows of the outermost spatial dim (zero padding; backward-data
  *  needs stride 1 along it). The pieces are chosen from the workspace at one
  *  thread, so results stay bitwise identical for any thread count; each more
- *  thread adds its scratch (tens to hundreds of KiB). With relu, backward's
+ *  thread adds its scratch (tens to hundreds of KiB; see
+ *  nconv_context_set_memory_limit for a limit). With relu, backward's
  *  masked copy of dy comes on top. A call given a workspace runs the pieces
  *  this query planned; without one it plans for its operands' layouts
  *  (channels-last f32 operands are not copied, so they rarely need pieces). */

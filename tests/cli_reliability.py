@@ -152,6 +152,15 @@ def main():
         for label, data, needle in bad_npy:
             case("npy: " + label, ["--x", x, "--w", w, "--b", raw(label.replace(" ", "_") + ".npy", data)], 2,
                  needle)
+        for version in ((1, 0), (2, 0), (3, 0)):
+            for dt in ("<f2", "<f4", "<f8"):
+                for order in ("C", "F"):
+                    name = path("np_%d_%s_%s.npy" % (version[0], dt[1:], order))
+                    a = np.asarray(np.random.default_rng(4).standard_normal((2, 4, 8, 8)), dtype=dt, order=order)
+                    with open(name, "wb") as f:
+                        np.lib.format.write_array(f, a, version=version)
+                    case("npy: NumPy's writer, %d.0 %s %s order" % (version[0], dt, order), ["--x", name, "--w", w],
+                         0, None)
         for version in (2, 3):
             case("npy: format version %d.0 reads" % version,
                  base + ["--b", raw("v%d.npy" % version, npy_bytes(good_hdr, f4, version=version))], 0, None)

@@ -28,8 +28,8 @@ static double tolerance(nconv_dtype dt) {
 /* Largest |a - r| and |r| over two tensors of the same shape and strides. */
 static void compare(const host_tensor *a, const host_tensor *r, int rank, const int64_t *shape, nconv_dtype dt,
                     double *maxdiff, double *maxref) {
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= shape[i];
+    int64_t numel;
+    if (cli_numel(rank, shape, &numel)) numel = 0; /* validated problems' shapes never overflow */
     for (int64_t i = 0; i < numel; i++) {
         int64_t rem = i, off = 0;
         for (int k = rank - 1; k >= 0; k--) {
@@ -45,22 +45,19 @@ static void compare(const host_tensor *a, const host_tensor *r, int rank, const 
 
 /* Output tensors of a direction: (tensor, rank, shape). */
 static int outputs(run_data *d, int dir, host_tensor **t, int *rank, const int64_t **shape) {
-    static int64_t oc[1];
-    oc[0] = d->p.out_channels;
     switch (dir) {
     case 0: t[0] = &d->y, rank[0] = d->rank, shape[0] = d->ys; return 1;
     case 1: t[0] = &d->dx, rank[0] = d->rank, shape[0] = d->xs; return 1;
     default:
         t[0] = &d->dw, rank[0] = d->rank, shape[0] = d->ws;
-        t[1] = &d->db, rank[1] = 1, shape[1] = oc;
+        t[1] = &d->db, rank[1] = 1, shape[1] = &d->p.out_channels;
         return 2;
     }
 }
 
 static size_t tensor_bytes(const nconv_problem *p, int rank, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    return nconv_dtype_size(p->dtype) * (size_t)n;
+    int64_t n;
+    return cli_numel(rank, shape, &n) ? 0 : nconv_dtype_size(p->dtype) * (size_t)n; /* validated shapes do not overflow */
 }
 
 int cmd_check(int argc, char **argv) {

@@ -25,11 +25,16 @@ typedef struct header_parser {
     size_t cap;
 } header_parser;
 
-static int hp_fail(header_parser *h, const char *fmt, const char *arg) {
-    char what[160];
-    snprintf(what, sizeof what, fmt, arg);
-    snprintf(h->why, h->cap, "malformed header: %s", what);
+/* Records "malformed header: <what><arg>". */
+static int hp_fail(header_parser *h, const char *what, const char *arg) {
+    snprintf(h->why, h->cap, "malformed header: %s%s", what, arg ? arg : "");
     return -1;
+}
+
+/* Control characters as '?', for messages. */
+static void printable(char *s) {
+    for (; *s; s++)
+        if (*s < 0x20 || *s == 0x7f) *s = '?';
 }
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -38,50 +43,55 @@ static void hp_skip(header_parser *h) {
     while (h->s < h->end && is_blank(*h->s)) h->s++;
 }
 
-/* The next token's text, quoted for a message. */
-static const char *hp_near(const header_parser *h, char *buf, size_t cap) {
-    if (h->s >= h->end) return "the end of the header";
+/* The text at the position, quoted for a message: its first `len` characters (0: up to a blank),
+ * at most 16, control characters as '?'. */
+typedef struct near_text {
+    char s[24];
+} near_text;
+
+static near_text hp_near(const header_parser *h, size_t len) {
+    near_text t;
+    if (h->s >= h->end) return snprintf(t.s, sizeof t.s, "the end of the header"), t;
     size_t n = 0;
-    buf[n++] = '\'';
-    for (const char *q = h->s; q < h->end && n + 2 < cap && n < 17 && !is_blank(*q); q++) buf[n++] = *q;
-    buf[n++] = '\'';
-    buf[n] = '\0';
-    return buf;
+    t.s[n++] = '\'';
+    for (const char *q = h->s; q < h->end && n <= 16 && (len ? (size_t)(q - h->s) < len : !is_blank(*q)); q++)
+        t.s[n++] = *q < 0x20 || *q == 0x7f ? '?' : *q;
+    t.s[n++] = '\'';
+    t.s[n] = '\0';
+    return t;
 }
 
+/* The character c after blanks, else a message "expected <what>, found ...". */
 static int hp_expect(header_parser *h, char c, const char *what) {
     hp_skip(h);
     if (h->s < h->end && *h->s == c) {
         h->s++;
         return 0;
     }
-    char near[24];
     char msg[96];
-    snprintf(msg, sizeof msg, "expected %s, found %%s", what);
-    return hp_fail(h, msg, hp_near(h, near, sizeof near));
+    snprintf(msg, sizeof msg, "expected %s, found ", what);
+    return hp_fail(h, msg, hp_near(h, 0).s);
 }
 
 /* A quoted string without escapes into out (at most cap - 1 characters). */
 static int hp_string(header_parser *h, char *out, size_t cap) {
     hp_skip(h);
-    char near[24];
     if (h->s >= h->end || (*h->s != '\'' && *h->s != '"'))
-        return hp_fail(h, "expected a quoted string, found %s", hp_near(h, near, sizeof near));
+        return hp_fail(h, "expected a quoted string, found ", hp_near(h, 0).s);
     const char q = *h->s++;
     size_t n = 0;
     for (; h->s < h->end && *h->s != q; h->s++) {
-        if (*h->s == '\\' || *h->s == '\n')
-            return hp_fail(h, "%s in a string", *h->s == '\\' ? "a backslash" : "a newline");
-        if (n + 1 >= cap) return hp_fail(h, "%s", "a string too long for a key or a dtype");
+        if (*h->s == '\\' || *h->s == '\n') return hp_fail(h, *h->s == '\\' ? "a backslash in a string" : "a newline in a string", NULL);
+        if (n + 1 >= cap) return hp_fail(h, "a string too long for a key or a dtype", NULL);
         out[n++] = *h->s;
     }
-    if (h->s >= h->end) return hp_fail(h, "%s", "an unterminated string");
+    if (h->s >= h->end) return hp_fail(h, "an unterminated string", NULL);
     h->s++;
     out[n] = '\0';
     return 0;
 }
 
-/* A Python name: the longest run of identifier characters. */
+/* The length of the Python name at the position (identifier characters). */
 static size_t hp_word(const header_parser *h) {
     size_t n = 0;
     while (h->s + n < h->end && (h->s[n] == '_' || (h->s[n] >= 'a' && h->s[n] <= 'z') ||
@@ -93,13 +103,9 @@ static size_t hp_word(const header_parser *h) {
 static int hp_bool(header_parser *h, int *v) {
     hp_skip(h);
     const size_t n = hp_word(h);
-    char word[24];
     if (n == 4 && !strncmp(h->s, "True", 4)) *v = 1;
     else if (n == 5 && !strncmp(h->s, "False", 5)) *v = 0;
-    else {
-        snprintf(word, sizeof word, "'%.*s'", n ? (int)(n < 16 ? n : 16) : 1, h->s < h->end ? h->s : "?");
-        return hp_fail(h, "'fortran_order' must be True or False, found %s", word);
-    }
+    else return hp_fail(h, "'fortran_order' must be True or False, found ", hp_near(h, n ? n : 1).s);
     h->s += n;
     return 0;
 }
@@ -111,19 +117,18 @@ static int hp_shape(header_parser *h, npy_array *a) {
     for (;;) {
         hp_skip(h);
         if (h->s < h->end && *h->s == ')') break;
-        char near[24];
         if (h->s >= h->end || *h->s < '0' || *h->s > '9')
-            return hp_fail(h, "expected a dimension (a non-negative integer) or ')', found %s", hp_near(h, near, sizeof near));
-        if (a->ndim == 8) return hp_fail(h, "%s", "a shape of more than 8 dims");
+            return hp_fail(h, "expected a dimension (a non-negative integer) or ')', found ", hp_near(h, 0).s);
+        if (a->ndim == 8) return hp_fail(h, "a shape of more than 8 dims", NULL);
         if (*h->s == '0' && h->s + 1 < h->end && h->s[1] >= '0' && h->s[1] <= '9')
-            return hp_fail(h, "a dimension with a leading zero, %s", hp_near(h, near, sizeof near));
+            return hp_fail(h, "a dimension with a leading zero, ", hp_near(h, 0).s);
         int64_t v = 0;
         for (; h->s < h->end && *h->s >= '0' && *h->s <= '9'; h->s++)
             if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *h->s - '0', &v) || v > ((int64_t)1 << 40))
-                return hp_fail(h, "%s", "a dimension above 2^40");
-        if (hp_word(h)) return hp_fail(h, "a dimension followed by %s", hp_near(h, near, sizeof near));
+                return hp_fail(h, "a dimension above 2^40", NULL);
+        if (hp_word(h)) return hp_fail(h, "a dimension followed by ", hp_near(h, 0).s);
         if (__builtin_mul_overflow(span, v > 0 ? v : 1, &span) || span > ((int64_t)1 << 40))
-            return hp_fail(h, "%s", "a shape of more than 2^40 elements");
+            return hp_fail(h, "a shape of more than 2^40 elements", NULL);
         a->numel *= v;
         a->shape[a->ndim++] = v;
         hp_skip(h);
@@ -133,10 +138,10 @@ static int hp_shape(header_parser *h, npy_array *a) {
         }
         if (h->s < h->end && *h->s == ')') {
             /* (n) is an integer in Python, not a tuple */
-            if (a->ndim == 1) return hp_fail(h, "%s", "a one-dimensional shape without its comma, as in (n,)");
+            if (a->ndim == 1) return hp_fail(h, "a one-dimensional shape without its comma, as in (n,)", NULL);
             break;
         }
-        return hp_fail(h, "expected ',' or ')' in the shape, found %s", hp_near(h, near, sizeof near));
+        return hp_fail(h, "expected ',' or ')' in the shape, found ", hp_near(h, 0).s);
     }
     h->s++;
     return 0;
@@ -151,7 +156,7 @@ static int parse_header(const char *s, const char *end, npy_array *a, char *desc
             char what[64];
             snprintf(what, sizeof what, "byte 0x%02x at offset %d (only ASCII text may appear)", (unsigned char)*q,
                      (int)(q - s));
-            return hp_fail(&h, "%s", what);
+            return hp_fail(&h, what, NULL);
         }
     if (hp_expect(&h, '{', "'{' to open the header dict")) return -1;
     static const char *const keys[3] = {"descr", "fortran_order", "shape"};
@@ -159,12 +164,14 @@ static int parse_header(const char *s, const char *end, npy_array *a, char *desc
     for (;;) {
         hp_skip(&h);
         if (h.s < h.end && *h.s == '}') break;
-        char key[32];
+        char key[32], msg[128];
         if (hp_string(&h, key, sizeof key)) return -1;
         int k = 0;
         while (k < 3 && strcmp(key, keys[k])) k++;
-        if (k == 3) return hp_fail(&h, "the key '%s' (the keys are descr, fortran_order and shape)", key);
-        if (seen[k]++) return hp_fail(&h, "the key '%s' given twice", key);
+        printable(key);
+        if (k < 3 && seen[k]++) snprintf(msg, sizeof msg, "the key '%s' given twice", key);
+        if (k == 3) snprintf(msg, sizeof msg, "the key '%s' (the keys are descr, fortran_order and shape)", key);
+        if (k == 3 || seen[k] > 1) return hp_fail(&h, msg, NULL);
         if (hp_expect(&h, ':', "':' after a key")) return -1;
         if ((k == 0 && hp_string(&h, descr, dcap)) || (k == 1 && hp_bool(&h, fortran)) || (k == 2 && hp_shape(&h, a)))
             return -1;
@@ -174,16 +181,20 @@ static int parse_header(const char *s, const char *end, npy_array *a, char *desc
             continue;
         }
         if (h.s < h.end && *h.s == '}') break;
-        char near[24];
-        return hp_fail(&h, "expected ',' or '}' after a value, found %s", hp_near(&h, near, sizeof near));
+        return hp_fail(&h, "expected ',' or '}' after a value, found ", hp_near(&h, 0).s);
     }
     h.s++;
     for (int k = 0; k < 3; k++)
-        if (!seen[k]) return hp_fail(&h, "the key '%s' is missing", keys[k]);
+        if (!seen[k]) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "the key '%s' is missing", keys[k]);
+            return hp_fail(&h, msg, NULL);
+        }
     hp_skip(&h);
     if (h.s < h.end) {
-        char near[24];
-        return hp_fail(&h, "%s after the dict (only blanks may follow it)", hp_near(&h, near, sizeof near));
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s after the dict (only blanks may follow it)", hp_near(&h, 0).s);
+        return hp_fail(&h, msg, NULL);
     }
     return 0;
 }
@@ -288,6 +299,7 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
     else if (!strcmp(descr, "<f4")) strcpy(a->descr, "f4"), isz = 4;
     else if (!strcmp(descr, "<f8")) strcpy(a->descr, "f8"), isz = 8;
     else {
+        printable(descr);
         snprintf(why, sizeof why, "unsupported .npy dtype '%s' (expected <f2, <f4 or <f8)", descr);
         err_out(err, errcap, path, why);
         goto done;
