@@ -11,11 +11,13 @@ import tempfile
 
 import numpy as np
 
+from report import Report
+
 
 def main():
     # NCONV_TEST_WRAPPER (e.g. valgrind and its options) runs the CLI under a checker.
     nconv = os.environ.get("NCONV_TEST_WRAPPER", "").split() + [sys.argv[1]]
-    passed = failed = 0
+    report = Report()
     with tempfile.TemporaryDirectory() as d:
         def arr(name, shape, dtype=np.float32):
             path = os.path.join(d, name)
@@ -94,10 +96,10 @@ def main():
             ("double backward with --relu", base + ["--ggx", x, "--dy", arr("dy.npy", (2, 6, 6, 6)), "--relu"], "--relu"),
             ("ggw shape", base + ["--ggw", x, "--dy", arr("dy2.npy", (2, 6, 6, 6))], "--ggw"),
         ]
-        for case in cases:
+        for n, case in enumerate(cases):
             label, args, needle = case[0], case[1], case[2]
             with_out = case[3] if len(case) > 3 else True
-            out = os.path.join(d, "out_" + str(passed + failed))
+            out = os.path.join(d, "out_" + str(n))
             cmd = nconv + ["compute"] + args + (["--out", out] if with_out else [])
             r = subprocess.run(cmd, capture_output=True, text=True)
             lines = r.stderr.strip().splitlines()
@@ -110,13 +112,9 @@ def main():
                 problems.append("message lacks '%s'" % needle)
             if os.path.exists(out) and os.listdir(out):
                 problems.append("wrote " + ",".join(os.listdir(out)))
-            ok = not problems
-            print("%s %-36s %s%s" % ("ok  " if ok else "FAIL", label, r.stderr.strip(),
-                                      "" if ok else "  <- " + "; ".join(problems)))
-            passed += ok
-            failed += not ok
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+            report.case(not problems, "%-36s %s%s" % (label, r.stderr.strip(),
+                                                      "  <- " + "; ".join(problems) if problems else ""))
+    return report.finish()
 
 
 if __name__ == "__main__":

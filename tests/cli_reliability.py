@@ -17,6 +17,8 @@ import tempfile
 
 import numpy as np
 
+from report import Report
+
 
 def snapshot(d):
     """Every entry of directory d: kind and bytes (a link: its target)."""
@@ -48,7 +50,7 @@ def npy_bytes(header, data=b"", version=1, minor=0):
 def main():
     # NCONV_TEST_WRAPPER (e.g. valgrind and its options) runs the CLI under a checker.
     nconv = os.environ.get("NCONV_TEST_WRAPPER", "").split() + [sys.argv[1]]
-    passed = failed = 0
+    report = Report()
     with tempfile.TemporaryDirectory() as d:
         def path(name):
             return os.path.join(d, name)
@@ -221,13 +223,9 @@ def main():
                     why = opt["check"](out, before)
                     if why:
                         problems.append(why)
-            ok = not problems
-            print("%s %-40s %s%s" % ("ok  " if ok else "FAIL", label, err.replace("\n", " | ")[:160],
-                                      "" if ok else "  <- " + "; ".join(problems)))
-            passed += ok
-            failed += not ok
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+            report.case(not problems, "%-40s %s%s" % (label, err.replace("\n", " | ")[:160],
+                                                      "  <- " + "; ".join(problems) if problems else ""))
+    return report.finish()
 
 
 if __name__ == "__main__":

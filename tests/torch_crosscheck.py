@@ -19,6 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from report import Report
+
 TOL = {"f64": 1e-10, "f32": 1e-4, "f16": 5e-3, "bf16": 3e-2}
 NP_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}
 
@@ -311,7 +313,7 @@ def main():
     nconv = os.environ.get("NCONV_TEST_WRAPPER", "").split() + [sys.argv[1]]
     quick = "--quick" in sys.argv
     rng = np.random.default_rng(1234)
-    passed = failed = 0
+    report = Report()
     with tempfile.TemporaryDirectory() as root:
         for i, case in enumerate(cases(rng, quick)):
             tmp = os.path.join(root, str(i))
@@ -319,11 +321,8 @@ def main():
             ok, msg = run_case(nconv, case, rng, tmp)
             label = " ".join("%s=%s" % (k, v) for k, v in sorted(case.items())
                              if k not in ("nd",) and v not in (None, False, (), {}))
-            print("%s %dD %s: %s" % ("ok  " if ok else "FAIL", case["nd"], msg, label))
-            passed += ok
-            failed += not ok
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+            report.case(ok, "%dD %s: %s" % (case["nd"], msg, label))
+    return report.finish()
 
 
 if __name__ == "__main__":
