@@ -217,13 +217,10 @@ static size_t need_at(nconv_context *ctx, const operands *o, int backward, int t
 }
 
 /* Sets o->threads to the context's thread count, or to the most threads whose scratch keeps
- * the call within `room` (the context's memory limit, or the caller's workspace or a smaller
- * bound where given; 0: none) where one thread keeps it there, and returns the call's
- * workspace at that count (`one`: at one thread). The pieces were planned at one thread, so
- * whether a call fits, and every bit of its result, is the same at every thread count. */
+ * the call's workspace within `room` bytes (0: no bound) where one thread keeps it there, and
+ * returns the workspace at that count (`one`: at one thread). The pieces were planned at one
+ * thread, so whether a call fits, and every bit of its result, is the same at every count. */
 static size_t fit_threads(nconv_context *ctx, operands *o, int backward, size_t one, size_t room) {
-    const size_t limit = nconv__ctx_memory_limit(ctx);
-    if (limit && (!room || limit < room)) room = limit;
     int lo = 1, hi = nconv__ctx_threads(ctx);
     o->threads = hi;
     if (hi == 1) return one;
@@ -286,12 +283,20 @@ static nconv_status open_arena(nconv_context *ctx, const operands *o, void *work
     return NCONV_OK;
 }
 
+/* The room a call's threads fit in: the context's memory limit, or the caller's workspace
+ * (which does not count against the limit). */
+static size_t room_of(nconv_context *ctx, const void *workspace, size_t workspace_size) {
+    return workspace ? workspace_size : nconv__ctx_memory_limit(ctx);
+}
+
 nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                      const nconv_epilogue *epi, size_t room, size_t *bytes) {
     operands o;
     nconv_status st = prepare(p, epi, &o);
     if (st) return st;
     if (!bytes) return INVALID("bytes is NULL");
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    if (limit && (!room || limit < room)) room = limit;
     if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o, NCONV_COPY_BOTH, room);
     else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o, NCONV_COPY_BOTH, NCONV_COPY_BOTH, room);
     else return INVALID("op = %d: not an operation", (int)op);
@@ -332,7 +337,7 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
     void *owned;
     const size_t need = forward_ws(ctx, &o, p->transposed ? copies_of(NCONV_DIR_BWD_D, &yv, &xv, &e, workspace)
                                                           : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace),
-                                  workspace ? workspace_size : 0);
+                                  room_of(ctx, workspace, workspace_size));
     if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
     if (!p->transposed)
         st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena, NULL, NULL);
@@ -383,7 +388,7 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
                                              : copies_of(NCONV_DIR_BWD_W, x ? &xv : NULL, &dyv, NULL, workspace);
     nconv_arena arena;
     void *owned;
-    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies, workspace ? workspace_size : 0);
+    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies, room_of(ctx, workspace, workspace_size));
     if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
 
     /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then

@@ -147,7 +147,7 @@ static nconv_status take_memory(nconv_context *ctx, const nconv_problem *p, cons
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (need[i] == INPUT || need[i] == OUTPUT) total += fold_bytes(p, B, &ops[i]);
-    const size_t limit = nconv__ctx_memory_limit(ctx), room = limit > total ? limit - total : limit ? 1 : 0;
+    const size_t room = nconv__ctx_room(ctx, total);
     nconv_status st = nconv__workspace_within(ctx, &pl->p, op, epi, room, ws_size);
     if (st || (st = nconv__check_memory(ctx, total + *ws_size, "the batched call"))) return st;
     for (int i = 0; i < n && !st; i++) {

@@ -50,7 +50,7 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
      * the calls' threads fit in with the temporary under the memory limit. */
     const int two_terms = ggy && ggw && ggx;
     const size_t tmp_size = two_terms ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
-    const size_t limit = nconv__ctx_memory_limit(ctx), room = limit > tmp_size ? limit - tmp_size : limit ? 1 : 0;
+    const size_t room = nconv__ctx_room(ctx, tmp_size);
     size_t fwd_ws, bwd_ws;
     if ((st = nconv__workspace_within(ctx, p, NCONV_OP_FORWARD, NULL, room, &fwd_ws)) ||
         (st = nconv__workspace_within(ctx, p, NCONV_OP_BACKWARD, NULL, room, &bwd_ws)))

@@ -358,6 +358,8 @@ int nconv__split_piece(const nconv_core *c, nconv_direction dir, const nconv_spl
 /* v's images n0 .. n0 + nn and, with axis >= 0, rows r0 .. r0 + nr along it. */
 void nconv__piece_view(const nconv_view *v, int64_t n0, int64_t nn, int axis, int64_t r0, int64_t nr, nconv_view *out);
 size_t nconv__ctx_memory_limit(const nconv_context *ctx); /* 0: none */
+/* What the memory limit leaves beside `held` bytes (at least 1: a limit stays one; 0: none). */
+size_t nconv__ctx_room(const nconv_context *ctx, size_t held);
 
 /* Reference kernels: dense C-order f64 arrays in the core shapes; taps is
  * scratch for k[0] + k[1] + k[2] int64 indices. */

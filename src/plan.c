@@ -76,7 +76,7 @@ nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const c
 nconv_status nconv__check_isa(void) {
     const char *bad = nconv__isa_cap_invalid();
     return bad ? nconv__error(NCONV_INVALID_ARGUMENT,
-                              "nconv: environment NCONV_MAX_ISA = '%.64s': expected generic, avx2 or avx512", bad)
+                              "nconv: environment NCONV_MAX_ISA = '%s': expected generic, avx2 or avx512", bad)
                : NCONV_OK;
 }
 
@@ -139,6 +139,11 @@ nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocat
 }
 
 size_t nconv__ctx_memory_limit(const nconv_context *ctx) { return ctx ? ctx->mem_limit : 0; }
+
+size_t nconv__ctx_room(const nconv_context *ctx, size_t held) {
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    return limit > held ? limit - held : limit ? 1 : 0;
+}
 
 nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes) {
     if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");

@@ -2,6 +2,7 @@
 #include "kernels.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,14 +39,14 @@ static const nconv_kernels tables[] = {
  * environment is read at the first call that needs a kernel. */
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static nconv_isa isa_found = NCONV_ISA_GENERIC;
-static const char *isa_cap_bad; /* the environment's string when it names no ISA */
+static char isa_cap_bad[64]; /* the environment's string (its start) when it names no ISA */
 
 static void isa_detect(void) {
     nconv_isa cap = NCONV_ISA_AVX512;
     const char *env = getenv("NCONV_MAX_ISA");
     if (env && !strcmp(env, "generic")) cap = NCONV_ISA_GENERIC;
     else if (env && !strcmp(env, "avx2")) cap = NCONV_ISA_AVX2;
-    else if (env && *env && strcmp(env, "avx512")) isa_cap_bad = env;
+    else if (env && *env && strcmp(env, "avx512")) snprintf(isa_cap_bad, sizeof isa_cap_bad, "%s", env);
     isa_found = NCONV_ISA_GENERIC;
 #if defined(__x86_64__) && defined(__GNUC__)
     /* libgcc also checks that the OS saves the registers (XCR0). */
@@ -64,7 +65,7 @@ nconv_isa nconv__detect_isa(void) {
 
 const char *nconv__isa_cap_invalid(void) {
     pthread_once(&isa_once, isa_detect);
-    return isa_cap_bad;
+    return isa_cap_bad[0] ? isa_cap_bad : NULL;
 }
 
 const nconv_kernels *nconv__kernels_for(nconv_isa isa) {
