@@ -53,7 +53,8 @@ static nconv_status output_dim(const nconv_problem *p, int i, int64_t *out) {
     if (!p->transposed) {
         /* floor((in + pb + pe - ext - 1) / s) + 1 */
         if (!nconv__add_ok(p->in_size[i], p->pad_begin[i], &t) || !nconv__add_ok(t, p->pad_end[i], &t))
-            return INVALID("in_size[%d] + padding overflows int64", i);
+            return INVALID("in_size[%d] + pad_begin[%d] + pad_end[%d] = %lld + %lld + %lld overflows int64", i, i, i,
+                           (long long)p->in_size[i], (long long)p->pad_begin[i], (long long)p->pad_end[i]);
         t = t - ext - 1;
         if (t < 0)
             return INVALID("output size < 1 along dim %d: in_size[%d] = %lld with pad_begin %lld, "
@@ -66,7 +67,11 @@ static nconv_status output_dim(const nconv_problem *p, int i, int64_t *out) {
         if (!nconv__mul_ok(p->in_size[i] - 1, p->stride[i], &t) || !nconv__add_ok(t, ext, &t) ||
             !nconv__add_ok(t, p->output_padding[i] + 1, &t) || __builtin_sub_overflow(t, p->pad_begin[i], &t) ||
             __builtin_sub_overflow(t, p->pad_end[i], &t))
-            return INVALID("transposed output size along dim %d overflows int64", i);
+            return INVALID("transposed output size along dim %d overflows int64: (in_size - 1) * stride - pad_begin - "
+                           "pad_end + dilation * (kernel - 1) + output_padding + 1 with in_size %lld, stride %lld, "
+                           "pad_begin %lld, pad_end %lld",
+                           i, (long long)p->in_size[i], (long long)p->stride[i], (long long)p->pad_begin[i],
+                           (long long)p->pad_end[i]);
         if (t < 1)
             return INVALID("output size < 1 along dim %d: transposed output (in_size[%d] - 1) * stride - "
                            "pad_begin - pad_end + dilation * (kernel - 1) + output_padding + 1 = %lld",
@@ -152,8 +157,13 @@ nconv_status nconv_problem_validate(const nconv_problem *p) {
     for (int t = 0; t < 3; t++) {
         int64_t n = 1;
         for (int i = 0; i < p->ndims + 2; i++)
-            if (!nconv__mul_ok(n, shapes[t][i], &n) || n > NCONV_MAX_ELEMENTS)
-                return INVALID("%s tensor has more than NCONV_MAX_ELEMENTS (2^48) elements", names[t]);
+            if (!nconv__mul_ok(n, shapes[t][i], &n) || n > NCONV_MAX_ELEMENTS) {
+                char dims[128];
+                size_t k = 0;
+                for (int j = 0; j < p->ndims + 2; j++)
+                    k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", j ? ", " : "", (long long)shapes[t][j]);
+                return INVALID("%s tensor [%s] has more than NCONV_MAX_ELEMENTS (2^48) elements", names[t], dims);
+            }
     }
     /* The input rows the windows sweep, padding included (what an algorithm
      * may copy): same bound. */
