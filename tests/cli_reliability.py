@@ -177,6 +177,7 @@ def main():
             case("transposed, %s %s" % (flag, value), ["--x", x, "--w", wt, "--transposed", flag, value], 2,
                  flag + " = ")
         case("an unwritable --out", base, 2, "--out", out="/proc/self")
+        case("--out names a file", base, 2, "xl.npy': not a directory", out=xl)
 
         # 6. A stream's header cannot make the reader allocate what the stream does not hold.
         huge = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576), }", b"\0" * 64)

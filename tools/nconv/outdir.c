@@ -31,8 +31,8 @@ int outdir_open(out_dir *o, const char *flag, const char *dir, const char *const
     if (!mkdir(dir, 0777)) o->created = 1;
     else if (errno != EEXIST) return cli_fail("%s = '%s': cannot create the directory: %s", flag, dir, strerror(errno));
     struct stat st;
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-        const int e = errno;
+    const int e = stat(dir, &st) ? errno : 0;
+    if (e || !S_ISDIR(st.st_mode)) {
         outdir_abort(o);
         return cli_fail("%s = '%s': not a directory%s%s", flag, dir, e ? ": " : "", e ? strerror(e) : "");
     }
