@@ -1,8 +1,9 @@
 /* All-or-nothing outputs of nconv compute (see out_dir in cli.h). Each output
  * goes to a new file beside its destination (O_EXCL: never through an existing
- * name or link); the commit flushes them, keeps a hard link to each file it
- * replaces, renames the new files over the destinations, and on a failure
- * renames the kept ones back, so the directory ends as it was. */
+ * name or link); the commit flushes them, keeps each file it replaces under a
+ * second name (a hard link, or where the file system has none, the file moved
+ * aside), renames the new files over the destinations, and on a failure puts
+ * the kept ones back, so the directory ends as it was. */
 #include "cli.h"
 
 #include <errno.h>
@@ -48,10 +49,10 @@ int outdir_open(out_dir *o, const char *flag, const char *dir, const char *const
         }
         if (fresh_name(o, names[k], "new", f->tmp, sizeof f->tmp, &seq) ||
             (f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666)) < 0) {
-            const int e = errno;
+            const int why = errno;
             f->tmp[0] = '\0';
             outdir_abort(o);
-            return cli_fail("%s = '%s': cannot create a file there: %s", flag, dir, strerror(e));
+            return cli_fail("%s = '%s': cannot create a file there: %s", flag, dir, strerror(why));
         }
     }
     return 0;
