@@ -28,9 +28,12 @@
 enum { MAX_ARGS = 48, MAX_ARG = 160, MAX_FILES = 3 };
 static const char marker[] = "a marker that no run may change\n";
 
-/* Large allocations fail instead of aborting the run (the CLI reports them). */
+/* Large allocations fail instead of aborting the run (the CLI reports them), under ASan and
+ * under ThreadSanitizer, which the checked builds replay the corpus with. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=256"; }
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "allocator_may_return_null=1"; }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st, (void)flag;
