@@ -453,7 +453,7 @@ nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, 
     if (!name) return INVALID("name is NULL");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
     nconv_status st = nconv_problem_validate(p);
-    if (st) return st;
+    if (st || (st = nconv__check_isa())) return st;
     nconv_core c;
     nconv__core_from_problem(p, &c);
     const nconv_algo *a;

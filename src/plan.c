@@ -278,8 +278,6 @@ static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir) {
 
 nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_exec *bench,
                          const nconv_algo **out) {
-    nconv_status st = nconv__check_isa();
-    if (st) return st;
     if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
         const char *why = "";
         if (!ctx->forced->applies(c, dir, &why))
@@ -300,7 +298,7 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
                 if (!algos[i]->applies(c, dir, NULL)) continue;
                 if (algos[i] != h && algos[i]->workspace(c, dir, bench->threads, copies) > room) continue;
                 double t0 = now_s();
-                st = algos[i]->run(bench);
+                nconv_status st = algos[i]->run(bench);
                 double t = now_s() - t0;
                 bench->ws->used = used;
                 if (st) return st;

@@ -132,6 +132,17 @@ size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_directio
     return need;
 }
 
+/* Candidate t of split_choose: its need at one thread into *one (and *least where smaller),
+ * and t into *s if it fits the budget; returns whether it does. */
+static int try_split(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies, size_t budget,
+                     const nconv_split *t, nconv_split *s, size_t *one, size_t *least) {
+    *one = nconv__split_need(ctx, c, dir, t, 1, copies);
+    if (*one < *least) *least = *one;
+    if (*one > budget) return 0;
+    *s = *t;
+    return 1;
+}
+
 size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
                            size_t budget, nconv_split *s, size_t *least) {
     *s = (nconv_split){c->N > 0 ? c->N : 1, -1, 0};
@@ -143,9 +154,7 @@ size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direct
      * that still do not fit would only be slower). */
     for (int64_t nb = c->N; !fits && nb > 1;) {
         const nconv_split t = {nb = div_up(nb, 2), -1, 0};
-        one = nconv__split_need(ctx, c, dir, &t, 1, copies);
-        if (one < *least) *least = one;
-        if ((fits = one <= budget)) *s = t;
+        fits = try_split(ctx, c, dir, copies, budget, &t, s, &one, least);
     }
     int a = 0;
     while (a < 3 && band_len(c, dir, a) <= 1) a++;
@@ -153,9 +162,7 @@ size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direct
         const int64_t len = band_len(c, dir, a);
         for (int64_t nbands = 2, rows = len; !fits && rows > 1; nbands *= 2) {
             const nconv_split t = {1, a, rows = div_up(len, nbands)};
-            one = nconv__split_need(ctx, c, dir, &t, 1, copies);
-            if (one < *least) *least = one;
-            if ((fits = one <= budget)) *s = t;
+            fits = try_split(ctx, c, dir, copies, budget, &t, s, &one, least);
         }
     }
     if (!fits) return whole;
