@@ -97,7 +97,8 @@ typedef enum nconv_activation {
 
 typedef enum nconv_layout {
     NCONV_LAYOUT_NCX = 0, /* NCHW-like: channels outside spatial */
-    NCONV_LAYOUT_NXC = 1  /* NHWC-like: channels innermost */
+    NCONV_LAYOUT_NXC = 1, /* NHWC-like: channels innermost */
+    NCONV_LAYOUT_ANY = 2  /* plans only (nconv_plan_desc): any strides, known at execution */
 } nconv_layout;
 
 /** The three core directions; transposed problems map onto them. */
@@ -110,8 +111,8 @@ typedef enum nconv_direction {
 /** Algorithm selection policy of a context. */
 typedef enum nconv_algo_policy {
     NCONV_POLICY_HEURISTIC = 0, /* first applicable algorithm in preference order */
-    NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the workspace once per problem,
-                                   cache the winner */
+    NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the heuristic's workspace once
+                                   per problem (on trial operands), cache the winner */
     NCONV_POLICY_FORCED = 2     /* the algorithm named by nconv_context_set_algorithm */
 } nconv_algo_policy;
 
@@ -274,15 +275,17 @@ NCONV_API nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_pr
 /* -------------------------------------------------------------- execution */
 
 typedef enum nconv_op {
-    NCONV_OP_FORWARD = 0,  /* nconv_forward */
-    NCONV_OP_BACKWARD = 1  /* nconv_backward with every output requested */
+    NCONV_OP_FORWARD = 0,        /* nconv_forward */
+    NCONV_OP_BACKWARD = 1,       /* nconv_backward with every output requested */
+    NCONV_OP_DOUBLE_BACKWARD = 2 /* nconv_double_backward (plans only) */
 } nconv_op;
 
 /** Bytes of workspace the call needs (an upper bound for any output mask and
  *  any layout of the operands): for the forced algorithm, else the
- *  heuristic's choice. The benchmark policy times the applicable algorithms
- *  whose workspace fits the call's (the heuristic's always): a larger
- *  caller-given workspace lets it try more.
+ *  heuristic's choice; under the benchmark policy the winner's, the
+ *  candidates being the applicable algorithms whose workspace is at most the
+ *  heuristic's (timed once per problem, here or at the first call, on
+ *  operands of the library's own: zeros in the context's memory).
  *
  *  Bounded: an f32 call whose algorithm would need more than max(16 MiB, its
  *  largest operand) (or the context's memory limit, where lower) runs as
@@ -364,12 +367,131 @@ NCONV_API nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_pr
  *   gw  = dL/dw    = backward-weights of (ggx, dy)       [like w]
  * (for a transposed problem, conv is the transposed convolution). An output
  * that no given gg* reaches is set to zeros. Temporaries are allocated
- * internally (at most one tensor the size of y).
+ * internally (at most one tensor the size of y; a double backward plan's
+ * workspace holds it).
  */
 NCONV_API nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
                                              const nconv_tensor *w, const nconv_tensor *dy, const nconv_tensor *ggx,
                                              const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
                                              const nconv_tensor *gx, const nconv_tensor *gw);
+
+
+/* ------------------------------------------------------------------ plans */
+
+/*
+ * A plan: one problem and operation, made once and executed many times. It
+ * validates the problem, chooses the algorithm of each core direction the
+ * operation needs and the pieces the call runs in (see nconv_workspace_size)
+ * under the context's policy (the benchmark policy times the candidates while
+ * the plan is made, on operands of its own), and never chooses again. Given
+ * weights (nconv_plan_set_weights) it keeps a copy and, where its algorithm
+ * has one, a packed form (for Winograd, the transformed weights), used by
+ * every later execution that passes no weights of its own. nconv_forward,
+ * nconv_backward and nconv_double_backward are a plan made, executed and
+ * destroyed in one call.
+ *
+ * A plan refers to its context, which must outlive it and keep its settings
+ * (threads, policy, allocator) while the plan exists; the plan runs on the
+ * thread count the context had when the plan was made or last reshaped. Its
+ * memory (the plan, the weights' copies) comes from the context's
+ * allocator; each allocation counts against the context's memory limit as a
+ * call's would. nconv_plan_execute may run on one plan from several threads
+ * at once, each with its own workspace (or none: then each allocates its
+ * own); nconv_plan_set_weights, nconv_plan_reshape and nconv_plan_destroy
+ * must not overlap any other call on the plan.
+ *
+ * Example: an inference loop over one layer with prepacked weights.
+ *
+ *     nconv_plan_desc d;
+ *     nconv_plan_desc_init(&d, NCONV_OP_FORWARD);
+ *     d.epi.activation = NCONV_ACT_RELU;
+ *     d.layout = NCONV_LAYOUT_NXC;              // activations are channels-last
+ *     nconv_plan *plan;
+ *     if (nconv_plan_create(ctx, &problem, &d, &plan)) fail(nconv_last_error());
+ *     if (nconv_plan_set_weights(plan, &w, &bias)) fail(nconv_last_error());
+ *     for (;;) {                                // a batch arrives in x
+ *         nconv_variant_pack v = {.x = &x, .y = &y};
+ *         if (nconv_plan_execute(plan, &v)) fail(nconv_last_error());
+ *     }
+ *     nconv_plan_destroy(plan);
+ *
+ * examples/inference_loop.c is the same loop, complete.
+ */
+typedef struct nconv_plan nconv_plan;
+
+/** The outputs of a plan (nconv_plan_desc.outputs): for backward dx, dw, db,
+ *  dz; for double backward ggy, gx, gw (see nconv_backward,
+ *  nconv_double_backward). */
+typedef enum nconv_output {
+    NCONV_OUT_DX = 1 << 0,
+    NCONV_OUT_DW = 1 << 1,
+    NCONV_OUT_DB = 1 << 2,
+    NCONV_OUT_DZ = 1 << 3,
+    NCONV_OUT_GGY = 1 << 4,
+    NCONV_OUT_GX = 1 << 5,
+    NCONV_OUT_GW = 1 << 6
+} nconv_output;
+
+/** What a plan computes. Initialise with nconv_plan_desc_init, then set fields. */
+typedef struct nconv_plan_desc {
+    nconv_op op;          /* forward, backward or double backward */
+    unsigned outputs;     /* backward, double backward: the nconv_output bits an execution may ask for */
+    nconv_epilogue epi;   /* forward, backward: the forward's epilogue (double backward: none) */
+    int with_z;           /* forward: executions pass z (scaled by epi.alpha) */
+    nconv_layout layout;  /* the activations' layout at execution (NCONV_LAYOUT_ANY: any strides; the
+                             workspace then covers every layout, as nconv_workspace_size does) */
+} nconv_plan_desc;
+
+/** Defaults for op: every output of the op, identity epilogue (alpha 1), no
+ *  z, layout NCONV_LAYOUT_ANY. */
+NCONV_API nconv_status nconv_plan_desc_init(nconv_plan_desc *desc, nconv_op op);
+
+/** Makes a plan of problem p (copied) for desc under ctx (NULL: defaults,
+ *  one thread). Validates as the one-shot calls do, with their messages. */
+NCONV_API nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const nconv_plan_desc *desc,
+                                         nconv_plan **plan);
+
+/** Bytes of workspace an execution of the plan needs (0 is possible). */
+NCONV_API nconv_status nconv_plan_workspace_size(const nconv_plan *plan, size_t *bytes);
+
+/** The plan's weights [like w] and bias [out_channels] (may be NULL), kept
+ *  until new ones are given: copied, and packed where the plan's algorithm
+ *  packs (forward; backward's dx; double backward's conv(ggx, w)). Executions
+ *  that pass w (or bias) use theirs instead. w NULL drops the plan's weights
+ *  and bias. On failure the plan keeps what it had. */
+NCONV_API nconv_status nconv_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias);
+
+/** A new batch size (>= 0) for the plan: its pieces, threads and workspace
+ *  follow; its algorithms and its weights stay. On failure the plan is
+ *  unchanged. */
+NCONV_API nconv_status nconv_plan_reshape(nconv_plan *plan, int64_t batch);
+
+/** The algorithm the plan runs for core direction dir (the core direction, as
+ *  in nconv_algorithm_chosen); NULL where the plan has none for it. An
+ *  execution may still hand a piece to the next applicable algorithm of the
+ *  list when this one declines its operands (Inf or NaN where it cannot
+ *  compute as PyTorch does); NCONV_VERBOSE=1 names the one that ran. */
+NCONV_API nconv_status nconv_plan_algorithm(const nconv_plan *plan, nconv_direction dir, const char **name);
+
+/** The operands of one execution, by name: a field the plan's op does not
+ *  read or write must be NULL. Shapes and roles are those of nconv_forward,
+ *  nconv_backward and nconv_double_backward. */
+typedef struct nconv_variant_pack {
+    const nconv_tensor *x, *w, *bias, *z, *y;     /* forward; backward reads x, w, y */
+    const nconv_tensor *dy, *dx, *dw, *db, *dz;   /* backward (double backward reads dy) */
+    const nconv_tensor *ggx, *ggw, *ggb;          /* double backward, inputs */
+    const nconv_tensor *ggy, *gx, *gw;            /* double backward, outputs */
+    void *workspace;                              /* NULL: allocated for the call */
+    size_t workspace_size;
+} nconv_variant_pack;
+
+/** Executes the plan's op on the operands of vp. w and bias may be NULL where
+ *  the plan has weights. Backward computes the outputs vp gives, which must be
+ *  among the plan's. */
+NCONV_API nconv_status nconv_plan_execute(const nconv_plan *plan, const nconv_variant_pack *vp);
+
+/** Frees the plan and its weights (NULL: nothing). */
+NCONV_API nconv_status nconv_plan_destroy(nconv_plan *plan);
 
 #ifdef __cplusplus
 }

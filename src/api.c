@@ -1,305 +1,294 @@
 /*
- * Public entry points: validate -> canonicalise -> plan -> execute.
- *
- * Every user-facing operation becomes calls of the three core directions of
- * one direct convolution (nconv_core):
- *   forward            : fwd(x, w) -> y                (transposed: bwd_d(x, w) -> y)
- *   backward, dx       : bwd_d(dpre, w) -> dx           (transposed: fwd(dpre, w) -> dx)
- *   backward, dw       : bwd_w(x, dpre) -> dw           (transposed: bwd_w(dpre, x) -> dw)
- * where dpre = dy * relu'(y) is the gradient before the epilogue. All
- * validation happens before any output is touched; outputs are written only
- * by the final scatters.
+ * Public entry points: plans (made once, executed many times) and the one-shot
+ * calls, which plan for their operands and execute at once, without allocating
+ * a plan. The engine is execute.c.
  */
 #include "internal.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define INVALID(...) nconv__error(NCONV_INVALID_ARGUMENT, "nconv: " __VA_ARGS__)
 
-static void make_view(const nconv_problem *p, const nconv_tensor *t, int64_t a, int64_t b, const int64_t *sp,
-                      nconv_view *v) {
-    nconv__make_view(p->ndims, p->dtype, t, 0, a, b, sp, v);
-}
+static const char *const op_names[] = {"forward", "backward", "double backward"};
+static const unsigned op_outputs[] = {
+    0, NCONV_OUT_DX | NCONV_OUT_DW | NCONV_OUT_DB | NCONV_OUT_DZ, NCONV_OUT_GGY | NCONV_OUT_GX | NCONV_OUT_GW};
 
-static void make_vec_view(const nconv_problem *p, const nconv_tensor *t, int64_t n, nconv_view *v) {
-    int64_t one[NCONV_MAX_SPATIAL] = {1, 1, 1};
-    nconv__make_view(p->ndims, p->dtype, t, 0, 1, n, one, v);
-    v->rank = 1, v->shape[0] = n, v->stride[0] = t->stride[0];
-}
-
-static nconv_status check_tensor(const char *name, const nconv_tensor *t, int required) {
-    return !t && required ? INVALID("%s is NULL but required", name) : NCONV_OK;
-}
-
-static int64_t prod(const int64_t *s, int n) {
-    int64_t r = 1;
-    for (int i = 0; i < n; i++) r *= s[i];
-    return r;
-}
-
-/* Operands of one call, as core views. */
-typedef struct operands {
-    nconv_problem p;
-    nconv_core c;
-    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
-    int64_t out[NCONV_MAX_SPATIAL];
-    int relu; /* the epilogue's activation */
-    nconv_split split[3]; /* per core direction, see forward_ws, backward_ws */
-    unsigned copies[3];   /* the channels-last copies each core direction plans for */
-    int threads;          /* what the call runs on: see fit_threads */
-    size_t least;         /* the workspace of the call's smallest pieces at one thread */
-} operands;
-
-static nconv_status prepare(const nconv_problem *p, const nconv_epilogue *epi, operands *o) {
-    nconv_status st = nconv_problem_shapes(p, o->xs, o->ws, o->ys);
-    if (st || (st = nconv__check_isa())) return st;
-    o->p = *p;
-    o->relu = epi && epi->activation == NCONV_ACT_RELU;
-    nconv_problem_output_size(p, o->out);
-    nconv__core_from_problem(p, &o->c);
-    if (epi && (unsigned)epi->activation > NCONV_ACT_RELU)
-        return INVALID("epilogue activation = %d: not an activation", (int)epi->activation);
-    if (epi && !isfinite(epi->alpha)) return INVALID("epilogue alpha = %g: must be finite", epi->alpha);
+nconv_status nconv_plan_desc_init(nconv_plan_desc *desc, nconv_op op) {
+    if (!desc) return INVALID("desc is NULL");
+    if ((unsigned)op > NCONV_OP_DOUBLE_BACKWARD) return INVALID("op = %d: not an operation", (int)op);
+    memset(desc, 0, sizeof *desc);
+    desc->op = op;
+    desc->outputs = op_outputs[op];
+    desc->epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+    desc->layout = NCONV_LAYOUT_ANY;
     return NCONV_OK;
 }
 
-static void verbose(const nconv_problem *p, const char *op, nconv_direction dir, const nconv_algo *a,
-                    const nconv_core *c, int64_t piece, int64_t pieces) {
-    const char *env = getenv("NCONV_VERBOSE");
-    if (!env || strcmp(env, "1")) return;
-    static const char *const dn[] = {"fwd", "bwd_d", "bwd_w"};
-    char desc[512] = "";
-    nconv_problem_to_desc(p, desc, sizeof desc);
-    fprintf(stderr, "nconv_verbose,%s,core=%s,algo=%s", op, dn[dir], a->name);
-    if (pieces > 1)
-        fprintf(stderr, ",piece %lld of %lld: mb%lld in %lldx%lldx%lld out %lldx%lldx%lld", (long long)piece + 1,
-                (long long)pieces, (long long)c->N, (long long)c->in[0], (long long)c->in[1], (long long)c->in[2],
-                (long long)c->out[0], (long long)c->out[1], (long long)c->out[2]);
-    for (int i = 0; i < nconv__algo_count(); i++) {
-        const nconv_algo *b = nconv__algo_at(i);
-        const char *why = "";
-        if (b != a && !b->applies(c, dir, &why)) fprintf(stderr, ",skipped %s: %s", b->name, why);
-        else if (b != a && b->preferred && !b->preferred(c, dir))
-            fprintf(stderr, ",skipped %s: the heuristic prefers another here", b->name);
-    }
-    fprintf(stderr, ",%s\n", desc);
+static nconv_status check_desc(const nconv_plan_desc *d) {
+    if (!d) return INVALID("desc is NULL");
+    if ((unsigned)d->op > NCONV_OP_DOUBLE_BACKWARD) return INVALID("desc op = %d: not an operation", (int)d->op);
+    const unsigned all = op_outputs[d->op];
+    if (d->op == NCONV_OP_FORWARD ? d->outputs != 0 : !d->outputs || (d->outputs & ~all))
+        return INVALID("desc outputs = 0x%x: the outputs of a %s plan are a non-empty subset of 0x%x", d->outputs,
+                       op_names[d->op], all);
+    if (d->with_z != 0 && d->with_z != 1) return INVALID("desc with_z = %d: must be 0 or 1", d->with_z);
+    if (d->with_z && d->op != NCONV_OP_FORWARD) return INVALID("desc with_z = 1: only a forward plan takes z");
+    if ((unsigned)d->layout > NCONV_LAYOUT_ANY) return INVALID("desc layout = %d: not a layout", (int)d->layout);
+    if (d->op == NCONV_OP_DOUBLE_BACKWARD && (d->epi.activation != NCONV_ACT_IDENTITY || d->epi.alpha != 1.0))
+        return INVALID("desc epi: a double backward plan has no epilogue (identity, alpha 1)");
+    return NCONV_OK;
 }
 
-static nconv_status run_piece(nconv_context *ctx, const operands *o, const char *op, const nconv_exec *e,
-                              int64_t piece, int64_t pieces) {
-    const nconv_algo *a;
-    size_t used = e->ws->used;
-    nconv_status st = nconv__plan(ctx, e->c, e->dir, e, &a);
+/* Plans each part of desc's op for problem p (keep: with the algorithms pl has): copies per
+ * core direction given (the one-shot calls), or NULL for desc's layout; threads within room
+ * bytes (0: the memory limit). Leaves the weights alone. */
+static nconv_status plan_build(nconv_plan *pl, nconv_context *ctx, const nconv_problem *p, const nconv_plan_desc *d,
+                               const unsigned *copies, size_t room, int keep) {
+    nconv_status st = check_desc(d);
     if (st) return st;
-    if (e->db_done) *e->db_done = 0; /* the benchmark policy's trial runs do not count */
-    verbose(&o->p, op, e->dir, a, e->c, piece, pieces);
-    st = a->run(e);
-    e->ws->used = used;
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    if (limit && (!room || limit < room)) room = limit;
+    const nconv_oplan f0 = pl->f, b0 = pl->b;
+    pl->ctx = ctx, pl->desc = *d, pl->tmp = 0;
+    unsigned cp[3];
+    if (d->op == NCONV_OP_FORWARD) {
+        if ((st = nconv__oplan_prepare(&pl->f, p, &d->epi, 0, 0))) return st;
+        if (keep) memcpy(pl->f.algo, f0.algo, sizeof f0.algo);
+        if (!copies) nconv__layout_copies(&pl->f, d->layout, d->with_z, cp);
+        st = nconv__oplan_choose(ctx, &pl->f, copies ? copies : cp, room, keep);
+        pl->need = pl->f.need;
+    } else if (d->op == NCONV_OP_BACKWARD) {
+        if ((st = nconv__oplan_prepare(&pl->b, p, &d->epi, 1, d->outputs))) return st;
+        if (keep) memcpy(pl->b.algo, b0.algo, sizeof b0.algo);
+        if (!copies) nconv__layout_copies(&pl->b, d->layout, 0, cp);
+        st = nconv__oplan_choose(ctx, &pl->b, copies ? copies : cp, room, keep);
+        pl->need = pl->b.need;
+    } else {
+        /* ggy's forward terms (the second adds the first, a temporary like y, as its z), then
+         * gx and gw as a backward: one workspace serves them in turn, beside the temporary */
+        const unsigned bouts = (d->outputs & NCONV_OUT_GX ? NCONV_OUT_DX : 0u) |
+                               (d->outputs & NCONV_OUT_GW ? NCONV_OUT_DW : 0u);
+        size_t need = 0;
+        if (d->outputs & NCONV_OUT_GGY) {
+            if ((st = nconv__oplan_prepare(&pl->f, p, NULL, 0, 0))) return st;
+            int64_t ny = 1;
+            for (int i = 0; i < p->ndims + 2; i++) ny *= pl->f.ys[i];
+            pl->tmp = nconv__ws_round(nconv_dtype_size(p->dtype) * (size_t)ny);
+        }
+        const size_t calls_room = room ? (room > pl->tmp ? room - pl->tmp : 1) : 0;
+        if (d->outputs & NCONV_OUT_GGY) {
+            if (keep) memcpy(pl->f.algo, f0.algo, sizeof f0.algo);
+            nconv__layout_copies(&pl->f, d->layout, 1, cp);
+            if ((st = nconv__oplan_choose(ctx, &pl->f, cp, calls_room, keep))) return st;
+            need = pl->f.need;
+        }
+        if (bouts) {
+            if ((st = nconv__oplan_prepare(&pl->b, p, NULL, 1, bouts))) return st;
+            if (keep) memcpy(pl->b.algo, b0.algo, sizeof b0.algo);
+            nconv__layout_copies(&pl->b, d->layout, 0, cp);
+            if ((st = nconv__oplan_choose(ctx, &pl->b, cp, calls_room, keep))) return st;
+            if (pl->b.need > need) need = pl->b.need;
+        }
+        pl->need = pl->tmp + need;
+    }
+    if (!st) pl->p = *p;
     return st;
 }
 
-/* db_lanes, db_done: see nconv_exec (NULL, NULL: no bias gradient wanted). The call runs in
- * the pieces of o->split[dir] (see split.c). */
-static nconv_status run_core(nconv_context *ctx, const operands *o, const char *op, nconv_direction dir,
-                             const nconv_view *x, const nconv_view *w, const nconv_view *y, const nconv_epi *epi,
-                             nconv_arena *ws, double *db_lanes, int *db_done) {
-    const nconv_split *s = &o->split[dir];
-    const int64_t pieces = nconv__split_pieces(&o->c, dir, s);
-    if (pieces == 1) {
-        nconv_exec e = {&o->c, dir, x, w, y, epi, ws, o->threads, nconv__ctx_pool(ctx), db_lanes, db_done, 0};
-        return run_piece(ctx, o, op, &e, 0, 1);
+nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const nconv_plan_desc *desc,
+                               nconv_plan **plan) {
+    nconv__clear_error();
+    if (!plan) return INVALID("plan is NULL");
+    *plan = NULL;
+    nconv_status st = check_desc(desc);
+    if (st) return st;
+    nconv_plan *pl = nconv__alloc(ctx, sizeof *pl);
+    if (!pl) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a plan");
+    memset(pl, 0, sizeof *pl);
+    if ((st = plan_build(pl, ctx, p, desc, NULL, 0, 0))) {
+        nconv__free(ctx, pl);
+        return st;
     }
-    /* bwd_w: the first piece writes dw and db's lanes; the others add into dw, or write a dense
-     * dw that is added, and write lanes of their own, added to the first's in piece order */
-    const int acc = dir == NCONV_DIR_BWD_W && nconv__split_accumulates(ctx, &o->c, dir, s);
-    nconv_view sum = *w;
-    double *lanes = NULL;
-    int done = 1, piece_done = 0;
-    if (dir == NCONV_DIR_BWD_W) {
-        if (!acc)
-            nconv__view_dense_like(&sum, nconv__arena_take(ws, sizeof(float) * (size_t)nconv__view_numel(w)),
-                                   NCONV_F32, w);
-        lanes = nconv__arena_take(ws, 4 * sizeof(double) * (size_t)o->c.O);
-    }
-    const size_t used = ws->used;
-    for (int64_t i = 0; i < pieces; i++) {
-        nconv_piece p;
-        if (!nconv__split_piece(&o->c, dir, s, i, &p))
-            return nconv__error(NCONV_INTERNAL_ERROR, "nconv: piece %lld of the split is empty", (long long)i);
-        nconv_view xp, yp, zp;
-        nconv__piece_view(x, p.n0, p.c.N, s->axis, p.x0, s->axis < 0 ? 0 : p.c.in[s->axis], &xp);
-        nconv__piece_view(y, p.n0, p.c.N, s->axis, p.y0, s->axis < 0 ? 0 : p.c.out[s->axis], &yp);
-        nconv_epi ep;
-        if (epi) { /* z is like the written activation */
-            ep = *epi;
-            const nconv_view *out = dir == NCONV_DIR_FWD ? &yp : &xp;
-            if (epi->z) {
-                nconv__piece_view(epi->z, p.n0, p.c.N, s->axis, dir == NCONV_DIR_FWD ? p.y0 : p.x0,
-                                  s->axis < 0 ? 0 : out->shape[2 + s->axis], &zp);
-                ep.z = &zp;
-            }
-        }
-        const int more = i > 0 && dir == NCONV_DIR_BWD_W;
-        double *pl = db_lanes && done ? (more ? lanes : db_lanes) : NULL;
-        nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, o->threads,
-                        nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc};
-        nconv_status st = run_piece(ctx, o, op, &e, i, pieces);
-        if (st) return st;
-        done &= piece_done;
-        if (more) {
-            if (!acc) nconv__add_f32(w, &sum);
-            if (pl && done)
-                for (int64_t l = 0; l < 4 * o->c.O; l++) db_lanes[l] += lanes[l];
-        }
-    }
-    if (db_done) *db_done = db_lanes && done;
-    ws->used = used;
+    *plan = pl;
     return NCONV_OK;
 }
 
-/* The workspace a call aims at: max(16 MiB, its largest operand), or the context's memory
- * limit where lower, less `fixed` bytes the call takes besides its algorithm runs (but at
- * least half of it). */
-static size_t call_budget(nconv_context *ctx, const operands *o, size_t fixed) {
-    int64_t big = prod(o->xs, o->p.ndims + 2);
-    if (prod(o->ws, o->p.ndims + 2) > big) big = prod(o->ws, o->p.ndims + 2);
-    if (prod(o->ys, o->p.ndims + 2) > big) big = prod(o->ys, o->p.ndims + 2);
-    size_t limit = nconv_dtype_size(o->p.dtype) * (size_t)big;
-    if (limit < ((size_t)16 << 20)) limit = (size_t)16 << 20;
-    const size_t ctx_limit = nconv__ctx_memory_limit(ctx);
-    if (ctx_limit && ctx_limit < limit) limit = ctx_limit;
-    return fixed < limit / 2 ? limit - fixed : limit / 2;
+nconv_status nconv_plan_destroy(nconv_plan *plan) {
+    if (!plan) return NCONV_OK;
+    nconv__free(plan->ctx, plan->wmem);
+    nconv__free(plan->ctx, plan);
+    return NCONV_OK;
 }
 
-/* The channels-last copies (NCONV_COPY_*) of a core call on these views (NULL: a query, or an
- * output not wanted): both. A call with the caller's workspace plans as the query did, so
- * that the query's size is enough for it (fewer copies need less for the same pieces). */
-static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_view *y, const nconv_epi *epi,
-                          const void *workspace) {
-    if (!x || !y || workspace) return NCONV_COPY_BOTH;
-    const nconv_exec e = {.dir = dir, .x = x, .y = y, .epi = epi};
-    return nconv__exec_copies(&e);
+nconv_status nconv_plan_workspace_size(const nconv_plan *plan, size_t *bytes) {
+    if (!plan) return INVALID("plan is NULL");
+    if (!bytes) return INVALID("bytes is NULL");
+    *bytes = plan->need;
+    return NCONV_OK;
 }
 
-/* Workspace: 64 bytes of alignment slack, then for backward the dpre buffer
- * (relu), then the largest of what is used one after another: each
- * algorithm run, the bias-gradient sums (with backward-weights' run and the
- * sums both after the bias gradient's lanes, which that run may fill). The
- * sizes of the split core calls come in as dx's (or forward's) and dw's. */
-static size_t forward_total(size_t core) { return 64 + core; }
-
-static size_t backward_fixed(const operands *o) {
-    const size_t ny = (size_t)prod(o->ys, o->p.ndims + 2);
-    const size_t g = o->relu ? nconv__ws_round(nconv_dtype_size(o->p.dtype) * ny) : 0; /* dpre, only with relu */
-    /* db's lanes stay from dw's run to db's sums */
-    return 64 + g + nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
+nconv_status nconv_plan_reshape(nconv_plan *plan, int64_t batch) {
+    nconv__clear_error();
+    if (!plan) return INVALID("plan is NULL");
+    nconv_problem p = plan->p;
+    p.batch = batch;
+    nconv_plan t = *plan;
+    nconv_status st = plan_build(&t, plan->ctx, &p, &plan->desc, NULL, 0, 1);
+    if (!st) *plan = t;
+    return st;
 }
 
-static size_t backward_total(const operands *o, size_t dx, size_t dw) {
-    const size_t db = nconv__ws_round(5 * sizeof(double) * (size_t)o->p.out_channels);
-    const size_t lanes = nconv__ws_round(4 * sizeof(double) * (size_t)o->p.out_channels);
-    const size_t m = lanes + (dw > db ? dw : db);
-    return backward_fixed(o) - lanes + (dx > m ? dx : m);
+nconv_status nconv_plan_algorithm(const nconv_plan *plan, nconv_direction dir, const char **name) {
+    if (!plan) return INVALID("plan is NULL");
+    if (!name) return INVALID("name is NULL");
+    if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
+    const nconv_algo *a = plan->f.algo[dir] ? plan->f.algo[dir] : plan->b.algo[dir];
+    *name = a ? a->name : NULL;
+    return NCONV_OK;
 }
 
-/* The call's workspace at `threads`, for the pieces in o->split. */
-static size_t need_at(nconv_context *ctx, const operands *o, int backward, int threads) {
-    if (!backward) {
-        const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
-        return forward_total(nconv__split_need(ctx, &o->c, dir, &o->split[dir], threads, o->copies[dir]));
+/* The part of the plan that reads w, and its core direction. */
+static const nconv_oplan *weights_part(const nconv_plan *pl, nconv_direction *dir) {
+    if (pl->desc.op == NCONV_OP_BACKWARD) {
+        *dir = nconv__oplan_dx_dir(&pl->b);
+        return pl->desc.outputs & NCONV_OUT_DX ? &pl->b : NULL;
     }
-    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D, dw_dir = NCONV_DIR_BWD_W;
-    return backward_total(o, nconv__split_need(ctx, &o->c, dx_dir, &o->split[dx_dir], threads, o->copies[dx_dir]),
-                          nconv__split_need(ctx, &o->c, dw_dir, &o->split[dw_dir], threads, o->copies[dw_dir]));
+    *dir = nconv__oplan_fwd_dir(&pl->f);
+    return pl->desc.op == NCONV_OP_FORWARD || (pl->desc.outputs & NCONV_OUT_GGY) ? &pl->f : NULL;
 }
 
-/* Sets o->threads to the context's thread count, or to the most threads whose scratch keeps
- * the call's workspace within `room` bytes (0: no bound) where one thread keeps it there, and
- * returns the workspace at that count (`one`: at one thread). The pieces were planned at one
- * thread, so whether a call fits, and every bit of its result, is the same at every count. */
-static size_t fit_threads(nconv_context *ctx, operands *o, int backward, size_t one, size_t room) {
-    int lo = 1, hi = nconv__ctx_threads(ctx);
-    o->threads = hi;
-    if (hi == 1) return one;
-    size_t need = need_at(ctx, o, backward, hi);
-    if (!room || need <= room || one > room) return need;
-    need = one; /* need_at(lo) <= room < need_at(hi); the need grows with the threads */
-    while (hi - lo > 1) {
-        const int mid = lo + (hi - lo) / 2;
-        const size_t m = need_at(ctx, o, backward, mid);
-        if (m <= room) lo = mid, need = m;
-        else hi = mid;
-    }
-    o->threads = lo;
-    return need;
+static void drop_weights(nconv_plan *pl) {
+    nconv__free(pl->ctx, pl->wmem);
+    pl->wmem = NULL;
+    pl->has_w = pl->has_bias = 0;
+    memset(pl->packed, 0, sizeof pl->packed);
 }
 
-/* Each core call's pieces go to o->split; copies: see copies_of; room: see fit_threads. */
-static size_t forward_ws(nconv_context *ctx, operands *o, unsigned copies, size_t room) {
-    const nconv_direction dir = o->p.transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
-    size_t least;
-    o->copies[dir] = copies;
-    const size_t one = nconv__split_choose(ctx, &o->c, dir, copies, call_budget(ctx, o, forward_total(0)),
-                                           &o->split[dir], &least);
-    o->least = forward_total(least);
-    return fit_threads(ctx, o, 0, forward_total(one), room);
-}
-
-static size_t backward_ws(nconv_context *ctx, operands *o, unsigned dx_copies, unsigned dw_copies, size_t room) {
-    const size_t budget = call_budget(ctx, o, backward_fixed(o));
-    const nconv_direction dx_dir = o->p.transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D, dw_dir = NCONV_DIR_BWD_W;
-    size_t least_dx, least_dw;
-    o->copies[dx_dir] = dx_copies, o->copies[dw_dir] = dw_copies;
-    const size_t a = nconv__split_choose(ctx, &o->c, dx_dir, dx_copies, budget, &o->split[dx_dir], &least_dx);
-    const size_t b = nconv__split_choose(ctx, &o->c, dw_dir, dw_copies, budget, &o->split[dw_dir], &least_dw);
-    o->least = backward_total(o, least_dx, least_dw);
-    return fit_threads(ctx, o, 1, backward_total(o, a, b), room);
-}
-
-static nconv_status open_arena(nconv_context *ctx, const operands *o, void *workspace, size_t size, size_t need,
-                               nconv_arena *a, void **owned) {
-    *owned = NULL;
-    if (workspace) {
-        if (size < need)
-            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace_size = %zu: this call needs %zu bytes", size,
-                                need);
-        *a = (nconv_arena){workspace, size, 0};
+nconv_status nconv_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias) {
+    nconv__clear_error();
+    if (!plan) return INVALID("plan is NULL");
+    if (!w) {
+        if (bias) return INVALID("bias is given without w");
+        drop_weights(plan);
         return NCONV_OK;
     }
-    const size_t limit = nconv__ctx_memory_limit(ctx);
-    if (limit && need > limit && o->least < need)
-        return nconv__error(NCONV_OUT_OF_MEMORY,
-                            "nconv: the workspace needs %zu bytes, more than the context's memory limit of %zu bytes "
-                            "(in the smallest pieces this call can run in, %zu bytes)",
-                            need, limit, o->least);
-    nconv_status st = nconv__check_memory(ctx, need, "the workspace");
+    nconv_direction dir;
+    const nconv_oplan *o = weights_part(plan, &dir);
+    if (!o) return INVALID("w: this %s plan reads no weights", op_names[plan->desc.op]);
+    if (bias && plan->desc.op != NCONV_OP_FORWARD) return INVALID("bias: only a forward plan adds a bias");
+    const nconv_problem *p = &o->p;
+    const int r = p->ndims + 2;
+    const int64_t oc = p->out_channels;
+    const nconv_operand_check chk[] = {{"w", w, r, o->ws, 0, 0, 0}, {"bias", bias, 1, &oc, 0, 0, 0}};
+    nconv_status st = nconv__check_operands(p->dtype, chk, 2);
     if (st) return st;
-    *owned = nconv__ctx_ws_acquire(ctx, need);
-    if (!*owned) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", need);
-    *a = (nconv_arena){*owned, need, 0};
+    const size_t es = nconv_dtype_size(p->dtype);
+    int64_t nw = 1;
+    for (int i = 0; i < r; i++) nw *= o->ws[i];
+    size_t scratch;
+    const size_t wbytes = nconv__ws_round(es * (size_t)nw), bbytes = bias ? nconv__ws_round(es * (size_t)oc) : 0;
+    const size_t pbytes = nconv__ws_round(nconv__oplan_pack_size(o, dir, &scratch));
+    /* 64 bytes of slack: the copies start on a cache line, as the kernels' loads want */
+    const size_t total = 64 + wbytes + bbytes + pbytes;
+    if ((st = nconv__check_memory(plan->ctx, total + scratch, "the plan's weights"))) return st;
+    char *mem = nconv__alloc(plan->ctx, total);
+    void *scr = mem && scratch ? nconv__alloc(plan->ctx, scratch) : NULL;
+    if (!mem || (scratch && !scr)) {
+        nconv__free(plan->ctx, mem);
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes for the plan's weights",
+                            total + scratch);
+    }
+    char *base = mem + (64 - (uintptr_t)mem % 64) % 64;
+    /* The copy keeps the caller's order of channels and taps (packing reads either fast). */
+    nconv_tensor wt, bt;
+    const int channels_inner = r > 2 && w->stride[1] == 1 && w->stride[r - 1] != 1;
+    nconv_tensor_init(&wt, base, r, o->ws, channels_inner ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
+    nconv_view src, dst;
+    nconv__make_view(p->ndims, p->dtype, w, 0, o->ws[0], o->ws[1], o->ws + 2, &src);
+    nconv__make_view(p->ndims, p->dtype, &wt, 0, o->ws[0], o->ws[1], o->ws + 2, &dst);
+    nconv__scale_copy(&dst, &src, 1.0);
+    if (bias) {
+        nconv_tensor_init(&bt, base + wbytes, 1, &oc, NCONV_LAYOUT_NCX);
+        for (int64_t i = 0; i < oc; i++)
+            nconv__store1(bt.data, p->dtype, i, nconv__load(bias->data, p->dtype, i * bias->stride[0]));
+    }
+    void *packed = pbytes ? base + wbytes + bbytes : NULL;
+    if (packed) {
+        st = nconv__oplan_pack(plan->ctx, o, dir, &wt, packed, scr, scratch);
+        if (st == (nconv_status)NCONV__DECLINE_W) packed = NULL, st = NCONV_OK; /* each run packs and declines */
+    }
+    nconv__free(plan->ctx, scr);
+    if (st) {
+        nconv__free(plan->ctx, mem);
+        return st;
+    }
+    drop_weights(plan);
+    plan->wmem = mem;
+    plan->has_w = 1, plan->w = wt;
+    plan->has_bias = bias != NULL;
+    if (bias) plan->bias = bt;
+    plan->packed[dir] = packed;
     return NCONV_OK;
 }
 
-/* The room a call's threads fit in: the context's memory limit, or the caller's workspace
- * (which does not count against the limit). */
-static size_t room_of(nconv_context *ctx, const void *workspace, size_t workspace_size) {
-    return workspace ? workspace_size : nconv__ctx_memory_limit(ctx);
+/* The fields of the variant pack an op does not use must be NULL: a swapped or misplaced
+ * operand fails instead of being ignored. */
+static nconv_status check_pack(const nconv_plan *pl, const nconv_variant_pack *vp) {
+    const struct { const char *name; const void *t; unsigned ops; } f[] = {
+        {"x", vp->x, 7},     {"w", vp->w, 7},     {"bias", vp->bias, 1}, {"z", vp->z, 1},     {"y", vp->y, 3},
+        {"dy", vp->dy, 6},   {"dx", vp->dx, 2},   {"dw", vp->dw, 2},     {"db", vp->db, 2},   {"dz", vp->dz, 2},
+        {"ggx", vp->ggx, 4}, {"ggw", vp->ggw, 4}, {"ggb", vp->ggb, 4},   {"ggy", vp->ggy, 4}, {"gx", vp->gx, 4},
+        {"gw", vp->gw, 4}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].t && !(f[i].ops & (1u << pl->desc.op)))
+            return INVALID("variant pack %s is set, but a %s plan does not use it", f[i].name, op_names[pl->desc.op]);
+    return NCONV_OK;
 }
+
+nconv_status nconv_plan_execute(const nconv_plan *pl, const nconv_variant_pack *vp) {
+    nconv__clear_error();
+    if (!pl) return INVALID("plan is NULL");
+    if (!vp) return INVALID("vp is NULL");
+    nconv_status st = check_pack(pl, vp);
+    if (st) return st;
+    if (pl->desc.op == NCONV_OP_DOUBLE_BACKWARD) return nconv__double_run(pl, vp);
+    /* The plan's weights where the call gives none (its bias too, unless the call gives one). */
+    const nconv_tensor *w = vp->w ? vp->w : pl->has_w ? &pl->w : NULL;
+    if (pl->desc.op == NCONV_OP_FORWARD) {
+        const nconv_tensor *bias = vp->bias || vp->w ? vp->bias : pl->has_bias ? &pl->bias : NULL;
+        if (!w) return INVALID("w is NULL and the plan has no weights (see nconv_plan_set_weights)");
+        if (vp->z && !pl->desc.with_z) return INVALID("z is given, but the plan was made without it (desc with_z = 0)");
+        nconv_fwd_ops v;
+        if ((st = nconv__fwd_ops(&pl->f, vp->x, w, bias, vp->z, vp->y, &v)) ||
+            (st = nconv__fwd_check_layout(&pl->f, &v)))
+            return st;
+        return nconv__fwd_run(pl->ctx, &pl->f, &v, vp->w ? NULL : pl->packed[nconv__oplan_fwd_dir(&pl->f)],
+                              vp->workspace, vp->workspace_size);
+    }
+    nconv_bwd_ops v;
+    if ((st = nconv__bwd_ops(&pl->b, vp->x, w, vp->y, vp->dy, vp->dx, vp->dw, vp->db, vp->dz, &v)) ||
+        (st = nconv__bwd_check_layout(&pl->b, &v)))
+        return st;
+    return nconv__bwd_run(pl->ctx, &pl->b, &v, vp->w ? NULL : pl->packed[nconv__oplan_dx_dir(&pl->b)], vp->workspace,
+                          vp->workspace_size);
+}
+
+/* ----------------------------------------------------------- one-shot calls */
 
 nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                      const nconv_epilogue *epi, size_t room, size_t *bytes) {
-    operands o;
-    nconv_status st = prepare(p, epi, &o);
+    if ((unsigned)op > NCONV_OP_DOUBLE_BACKWARD) return INVALID("op = %d: not an operation", (int)op);
+    nconv_plan_desc d;
+    nconv_plan_desc_init(&d, op);
+    if (epi) d.epi = *epi;
+    d.with_z = op == NCONV_OP_FORWARD;
+    nconv_plan pl;
+    memset(&pl, 0, sizeof pl);
+    nconv_status st = plan_build(&pl, ctx, p, &d, NULL, room, 0);
     if (st) return st;
     if (!bytes) return INVALID("bytes is NULL");
-    const size_t limit = nconv__ctx_memory_limit(ctx);
-    if (limit && (!room || limit < room)) room = limit;
-    if (op == NCONV_OP_FORWARD) *bytes = forward_ws(ctx, &o, NCONV_COPY_BOTH, room);
-    else if (op == NCONV_OP_BACKWARD) *bytes = backward_ws(ctx, &o, NCONV_COPY_BOTH, NCONV_COPY_BOTH, room);
-    else return INVALID("op = %d: not an operation", (int)op);
+    *bytes = pl.need;
     return NCONV_OK;
 }
 
@@ -308,43 +297,29 @@ nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nc
     return nconv__workspace_within(ctx, p, op, epi, 0, bytes);
 }
 
+static const unsigned copies_any[3] = {NCONV_COPY_BOTH, NCONV_COPY_BOTH, NCONV_COPY_BOTH};
+
+/* A call given a workspace plans as the size query did (any layout), so that the query's
+ * size is enough for it; its threads fit in that workspace. Without one it plans for its
+ * operands' layouts, its threads within the memory limit. */
+static size_t room_of(nconv_context *ctx, const void *workspace, size_t workspace_size) {
+    return workspace ? workspace_size : nconv__ctx_memory_limit(ctx);
+}
+
 nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
                            const nconv_tensor *z, const nconv_tensor *y, void *workspace, size_t workspace_size) {
     nconv__clear_error();
-    operands o;
-    nconv_status st = prepare(p, epi, &o);
-    if (st) return st;
-    const int r = p->ndims + 2;
-    if ((st = check_tensor("x", x, 1)) || (st = check_tensor("w", w, 1)) || (st = check_tensor("y", y, 1)))
+    nconv_oplan o;
+    nconv_fwd_ops v;
+    unsigned copies[3];
+    nconv_status st = nconv__oplan_prepare(&o, p, epi, 0, 0);
+    if (st || (st = nconv__fwd_ops(&o, x, w, bias, z, y, &v))) return st;
+    nconv__fwd_copies(&o, &v, copies);
+    if ((st = nconv__oplan_choose(ctx, &o, workspace ? copies_any : copies, room_of(ctx, workspace, workspace_size),
+                                  0)))
         return st;
-    const int64_t oc = p->out_channels;
-    const nconv_operand_check ops[] = {{"x", x, r, o.xs, 0, 0, 0}, {"w", w, r, o.ws, 0, 0, 0},
-                                       {"bias", bias, 1, &oc, 0, 0, 0}, {"z", z, r, o.ys, 0, 0, 0},
-                                       {"y", y, r, o.ys, 0, 0, 1}};
-    if ((st = nconv__check_operands(p->dtype, ops, 5))) return st;
-
-    nconv_view xv, wv, yv, bv, zv;
-    make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
-    make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
-    make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
-    if (bias) make_vec_view(p, bias, p->out_channels, &bv);
-    if (z) make_view(p, z, o.ys[0], o.ys[1], o.ys + 2, &zv);
-    nconv_epi e = {bias ? &bv : NULL, z ? &zv : NULL, epi ? epi->alpha : 1.0,
-                   epi && epi->activation == NCONV_ACT_RELU};
-
-    nconv_arena arena;
-    void *owned;
-    const size_t need = forward_ws(ctx, &o, p->transposed ? copies_of(NCONV_DIR_BWD_D, &yv, &xv, &e, workspace)
-                                                          : copies_of(NCONV_DIR_FWD, &xv, &yv, &e, workspace),
-                                  room_of(ctx, workspace, workspace_size));
-    if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
-    if (!p->transposed)
-        st = run_core(ctx, &o, "forward", NCONV_DIR_FWD, &xv, &wv, &yv, &e, &arena, NULL, NULL);
-    else /* the transposed input is the core's dy, its output the core's dx */
-        st = run_core(ctx, &o, "forward", NCONV_DIR_BWD_D, &yv, &wv, &xv, &e, &arena, NULL, NULL);
-    nconv__ctx_ws_release(ctx, owned, need);
-    return st;
+    return nconv__fwd_run(ctx, &o, &v, NULL, workspace, workspace_size);
 }
 
 nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
@@ -352,86 +327,39 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
                             const nconv_tensor *dy, const nconv_tensor *dx, const nconv_tensor *dw,
                             const nconv_tensor *db, const nconv_tensor *dz, void *workspace, size_t workspace_size) {
     nconv__clear_error();
-    operands o;
-    nconv_status st = prepare(p, epi, &o);
-    if (st) return st;
-    const int r = p->ndims + 2;
-    const int relu = epi && epi->activation == NCONV_ACT_RELU;
-    const int any = dx || dw || db || dz;
-    const int64_t ny = prod(o.ys, r);
-    if ((st = check_tensor("dy", dy, any)) || (st = check_tensor("x", x, dw != NULL)) ||
-        (st = check_tensor("w", w, dx != NULL)) || (st = check_tensor("y", y, relu && any)))
+    nconv_oplan o;
+    nconv_bwd_ops v;
+    unsigned copies[3];
+    const unsigned outputs = (dx ? NCONV_OUT_DX : 0u) | (dw ? NCONV_OUT_DW : 0u) | (db ? NCONV_OUT_DB : 0u) |
+                             (dz ? NCONV_OUT_DZ : 0u);
+    nconv_status st = nconv__oplan_prepare(&o, p, epi, 1, outputs);
+    if (st || (st = nconv__bwd_ops(&o, x, w, y, dy, dx, dw, db, dz, &v)) || !outputs) return st;
+    nconv__bwd_copies(&o, &v, copies);
+    if ((st = nconv__oplan_choose(ctx, &o, workspace ? copies_any : copies, room_of(ctx, workspace, workspace_size),
+                                  0)))
         return st;
-    const int64_t oc = p->out_channels;
-    const nconv_operand_check ops[] = {{"x", x, r, o.xs, 0, 0, 0},   {"w", w, r, o.ws, 0, 0, 0},
-                                       {"y", y, r, o.ys, 0, 0, 0},   {"dy", dy, r, o.ys, 0, 0, 0},
-                                       {"dx", dx, r, o.xs, 0, 0, 1}, {"dw", dw, r, o.ws, 0, 0, 1},
-                                       {"db", db, 1, &oc, 0, 0, 1},  {"dz", dz, r, o.ys, 0, 0, 1}};
-    if ((st = nconv__check_operands(p->dtype, ops, 8))) return st;
-    if (!any) return NCONV_OK;
-    /* A forced algorithm must serve every direction before dx is written. */
-    const nconv_algo *forced = nconv__ctx_forced(ctx);
-    const nconv_direction dx_dir = p->transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
-    const char *why = "";
-    if (forced && ((dx && !forced->applies(&o.c, dx_dir, &why)) || (dw && !forced->applies(&o.c, NCONV_DIR_BWD_W, &why))))
-        return nconv__error(NCONV_UNSUPPORTED, "nconv: algorithm = '%s' does not apply: %s", forced->name, why);
-
-    nconv_view dyv, xv, wv, dxv, dpre;
-    make_view(p, dy, o.ys[0], o.ys[1], o.ys + 2, &dyv);
-    if (x) make_view(p, x, o.xs[0], o.xs[1], o.xs + 2, &xv);
-    if (w) make_view(p, w, o.ws[0], o.ws[1], o.ws + 2, &wv);
-    if (dx) make_view(p, dx, o.xs[0], o.xs[1], o.xs + 2, &dxv);
-    /* (dpre below is channels-last where dy is) */
-    const unsigned dx_copies = p->transposed ? copies_of(NCONV_DIR_FWD, &dyv, dx ? &dxv : NULL, NULL, workspace)
-                                             : copies_of(NCONV_DIR_BWD_D, dx ? &dxv : NULL, &dyv, NULL, workspace);
-    const unsigned dw_copies = p->transposed ? copies_of(NCONV_DIR_BWD_W, &dyv, x ? &xv : NULL, NULL, workspace)
-                                             : copies_of(NCONV_DIR_BWD_W, x ? &xv : NULL, &dyv, NULL, workspace);
-    nconv_arena arena;
-    void *owned;
-    const size_t need = backward_ws(ctx, &o, dx_copies, dw_copies, room_of(ctx, workspace, workspace_size));
-    if ((st = open_arena(ctx, &o, workspace, workspace_size, need, &arena, &owned))) return st;
-
-    /* dpre = dy * relu'(y): the caller's dy itself unless relu masks it, then
-     * a dense copy in the problem's dtype, channels-last if dy is. */
-    dpre = dyv;
-    if (relu) {
-        nconv_view yv;
-        make_view(p, y, o.ys[0], o.ys[1], o.ys + 2, &yv);
-        nconv__view_dense_like(&dpre, nconv__arena_take(&arena, nconv_dtype_size(p->dtype) * (size_t)ny), p->dtype, &dyv);
-        nconv__relu_grad(&dpre, &dyv, &yv);
-    }
-
-    if (dx && !st) {
-        if (!p->transposed)
-            st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_D, &dxv, &wv, &dpre, NULL, &arena, NULL, NULL);
-        else st = run_core(ctx, &o, "backward", NCONV_DIR_FWD, &dpre, &wv, &dxv, NULL, &arena, NULL, NULL);
-    }
-    /* dw's algorithm may sum dy's channels for db on its way (not when transposed: its dy is x). */
-    double *lanes = db && dw && !p->transposed ? nconv__arena_take(&arena, 4 * sizeof(double) * (size_t)oc) : NULL;
-    int lanes_done = 0;
-    if (dw && !st) {
-        nconv_view dwv;
-        make_view(p, dw, o.ws[0], o.ws[1], o.ws + 2, &dwv);
-        if (!p->transposed)
-            st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &xv, &dwv, &dpre, NULL, &arena, lanes, &lanes_done);
-        else st = run_core(ctx, &o, "backward", NCONV_DIR_BWD_W, &dpre, &dwv, &xv, NULL, &arena, NULL, NULL);
-    }
-    if (db && !st) {
-        double *sum = nconv__arena_take(&arena, 5 * sizeof(double) * (size_t)o.ys[1]);
-        if (lanes_done) nconv__channel_sums_of_lanes(lanes, oc, sum);
-        else nconv__channel_sums(nconv__ctx_pool(ctx), o.threads, &dpre, sum);
-        nconv_view dbv;
-        make_vec_view(p, db, o.ys[1], &dbv);
-        nconv__scatter(&dbv, sum, 1, NULL);
-    }
-    if (dz && !st) {
-        nconv_view dzv;
-        make_view(p, dz, o.ys[0], o.ys[1], o.ys + 2, &dzv);
-        nconv__scale_copy(&dzv, &dpre, epi ? epi->alpha : 1.0);
-    }
-    nconv__ctx_ws_release(ctx, owned, need);
-    return st;
+    return nconv__bwd_run(ctx, &o, &v, NULL, workspace, workspace_size);
 }
+
+nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
+                                   const nconv_tensor *w, const nconv_tensor *dy, const nconv_tensor *ggx,
+                                   const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
+                                   const nconv_tensor *gx, const nconv_tensor *gw) {
+    nconv__clear_error();
+    nconv_plan_desc d;
+    nconv_plan_desc_init(&d, NCONV_OP_DOUBLE_BACKWARD);
+    const unsigned outputs = (ggy ? NCONV_OUT_GGY : 0u) | (gx ? NCONV_OUT_GX : 0u) | (gw ? NCONV_OUT_GW : 0u);
+    if (outputs) d.outputs = outputs; /* else every output is planned (the problem validated), none run */
+    nconv_plan pl;
+    memset(&pl, 0, sizeof pl);
+    nconv_status st = plan_build(&pl, ctx, p, &d, NULL, 0, 0);
+    if (st) return st;
+    const nconv_variant_pack vp = {.x = x, .w = w, .dy = dy, .ggx = ggx, .ggw = ggw, .ggb = ggb,
+                                   .ggy = ggy, .gx = gx, .gw = gw};
+    return nconv__double_run(&pl, &vp);
+}
+
+/* ------------------------------------------------------------ algorithms */
 
 nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, nconv_direction dir, int *applies,
                                      const char **why_not) {
@@ -457,7 +385,7 @@ nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, 
     nconv_core c;
     nconv__core_from_problem(p, &c);
     const nconv_algo *a;
-    if ((st = nconv__plan(ctx, &c, dir, NULL, &a))) return st;
+    if ((st = nconv__choose(ctx, &c, dir, &a))) return st;
     *name = a->name;
     return NCONV_OK;
 }

@@ -22,11 +22,18 @@ static void fill(const nconv_problem *p, const nconv_tensor *t, const int64_t *s
     nconv__fill(&v, bias ? &bv : NULL);
 }
 
-nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
-                                   const nconv_tensor *w, const nconv_tensor *dy, const nconv_tensor *ggx,
-                                   const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
-                                   const nconv_tensor *gx, const nconv_tensor *gw) {
-    nconv__clear_error();
+nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *vp) {
+    const nconv_problem *p = &pl->p;
+    nconv_context *ctx = pl->ctx;
+    const nconv_tensor *x = vp->x, *dy = vp->dy, *ggx = vp->ggx, *ggw = vp->ggw, *ggb = vp->ggb;
+    const nconv_tensor *ggy = vp->ggy, *gx = vp->gx, *gw = vp->gw;
+    const nconv_tensor *w = vp->w ? vp->w : pl->has_w ? &pl->w : NULL;
+    const void *packed = vp->w ? NULL : pl->packed[p->transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD];
+    const unsigned given = (ggy ? NCONV_OUT_GGY : 0u) | (gx ? NCONV_OUT_GX : 0u) | (gw ? NCONV_OUT_GW : 0u);
+    if (given & ~pl->desc.outputs)
+        return INVALID("%s is given, but the plan was made without it (desc outputs)",
+                       given & ~pl->desc.outputs & NCONV_OUT_GGY ? "ggy" : given & ~pl->desc.outputs & NCONV_OUT_GX ? "gx"
+                                                                                                             : "gw");
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
     nconv_status st = nconv_problem_shapes(p, xs, ws, ys);
     if (st) return st;
@@ -42,53 +49,62 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
         {"ggx", ggx, r, xs, 0, 0, 0}, {"ggw", ggw, r, ws, 0, 0, 0}, {"ggb", ggb, 1, &oc, 0, 0, 0},
         {"ggy", ggy, r, ys, 0, 0, 1}, {"gx", gx, r, xs, 0, 0, 1},   {"gw", gw, r, ws, 0, 0, 1}};
     if ((st = nconv__check_operands(p->dtype, chk, 9))) return st;
-    int64_t ny = 1;
-    for (int i = 0; i < r; i++) ny *= ys[i];
+    if (!given) return NCONV_OK;
 
-    /* All memory before any output is written: conv(x, ggw) when it has a
-     * partner, and one workspace that serves every call below in turn, which
-     * the calls' threads fit in with the temporary under the memory limit. */
+    /* The operands of each call, checked before any output is written. ggy = conv(ggx, w) +
+     * ggb + conv(x, ggw): with both terms the second goes to a temporary t like y first, and
+     * the first adds it as its z (ggy stands in for t until it has memory). */
+    const nconv_oplan *f = &pl->f;
     const int two_terms = ggy && ggw && ggx;
-    const size_t tmp_size = two_terms ? nconv_dtype_size(p->dtype) * (size_t)ny : 0;
-    const size_t room = nconv__ctx_room(ctx, tmp_size);
-    size_t fwd_ws, bwd_ws;
-    if ((st = nconv__workspace_within(ctx, p, NCONV_OP_FORWARD, NULL, room, &fwd_ws)) ||
-        (st = nconv__workspace_within(ctx, p, NCONV_OP_BACKWARD, NULL, room, &bwd_ws)))
+    nconv_fwd_ops f1, f2; /* conv(x, ggw), conv(ggx, w) */
+    nconv_bwd_ops b1, b2; /* gx, gw */
+    if ((ggy && ggw &&
+         ((st = nconv__fwd_ops(f, x, ggw, ggx ? NULL : ggb, NULL, ggy, &f1)) || (st = nconv__fwd_check_layout(f, &f1)))) ||
+        (ggy && ggx &&
+         ((st = nconv__fwd_ops(f, ggx, w, ggb, NULL, ggy, &f2)) || (st = nconv__fwd_check_layout(f, &f2)))) ||
+        (gx && ggw && ((st = nconv__bwd_ops(&pl->b, NULL, ggw, NULL, dy, gx, NULL, NULL, NULL, &b1)) ||
+                       (st = nconv__bwd_check_layout(&pl->b, &b1)))) ||
+        (gw && ggx && ((st = nconv__bwd_ops(&pl->b, ggx, NULL, NULL, dy, NULL, gw, NULL, NULL, &b2)) ||
+                       (st = nconv__bwd_check_layout(&pl->b, &b2)))))
         return st;
-    const size_t wsz = fwd_ws > bwd_ws ? fwd_ws : bwd_ws;
-    if ((st = nconv__check_memory(ctx, wsz + tmp_size, "the double backward"))) return st;
-    void *tmp = NULL, *wsp;
-    if (tmp_size && !(tmp = nconv__alloc(ctx, tmp_size)))
-        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a temporary of %zu bytes", tmp_size);
-    /* described even when empty (batch 0): the forward calls below check it */
-    nconv_tensor t;
-    nconv_tensor_init(&t, tmp, r, ys, NCONV_LAYOUT_NCX);
-    if (!(wsp = nconv__ctx_ws_acquire(ctx, wsz))) {
-        nconv__free(ctx, tmp);
-        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", wsz);
+
+    /* All memory before any output is written: the temporary and one workspace that serves
+     * every call below in turn. */
+    char *wsp = vp->workspace;
+    void *owned = NULL;
+    if (wsp) {
+        if (vp->workspace_size < pl->need)
+            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace_size = %zu: this call needs %zu bytes",
+                                vp->workspace_size, pl->need);
+    } else {
+        if ((st = nconv__check_memory(ctx, pl->need, "the double backward"))) return st;
+        if (!(wsp = owned = nconv__ctx_ws_acquire(ctx, pl->need)))
+            return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes of workspace", pl->need);
     }
-    if (ggy) {
-        if (two_terms) { /* ggy = conv(ggx, w) + ggb + conv(x, ggw) */
-            const nconv_epilogue sum = {NCONV_ACT_IDENTITY, 1.0};
-            if (!(st = nconv_forward(ctx, p, NULL, x, ggw, NULL, NULL, &t, wsp, wsz)))
-                st = nconv_forward(ctx, p, &sum, ggx, w, ggb, &t, ggy, wsp, wsz);
-        } else if (ggx) {
-            st = nconv_forward(ctx, p, NULL, ggx, w, ggb, NULL, ggy, wsp, wsz);
-        } else if (ggw) {
-            st = nconv_forward(ctx, p, NULL, x, ggw, ggb, NULL, ggy, wsp, wsz);
-        } else {
-            fill(p, ggy, ys, ggb); /* the bias alone, or zeros */
-        }
+    char *calls = wsp + pl->tmp;
+    const size_t calls_size = (owned ? pl->need : vp->workspace_size) - pl->tmp;
+    if (two_terms) {
+        nconv_tensor t;
+        nconv_tensor_init(&t, wsp, r, ys, pl->desc.layout == NCONV_LAYOUT_NXC ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
+        if (!(st = nconv__fwd_ops(f, x, ggw, NULL, NULL, &t, &f1)) &&
+            !(st = nconv__fwd_run(ctx, f, &f1, NULL, calls, calls_size)) &&
+            !(st = nconv__fwd_ops(f, ggx, w, ggb, &t, ggy, &f2)))
+            st = nconv__fwd_run(ctx, f, &f2, packed, calls, calls_size);
+    } else if (ggy && ggx) {
+        st = nconv__fwd_run(ctx, f, &f2, packed, calls, calls_size);
+    } else if (ggy && ggw) {
+        st = nconv__fwd_run(ctx, f, &f1, NULL, calls, calls_size);
+    } else if (ggy) {
+        fill(p, ggy, ys, ggb); /* the bias alone, or zeros */
     }
     if (gx && !st) {
-        if (ggw) st = nconv_backward(ctx, p, NULL, NULL, ggw, NULL, dy, gx, NULL, NULL, NULL, wsp, wsz);
+        if (ggw) st = nconv__bwd_run(ctx, &pl->b, &b1, NULL, calls, calls_size);
         else fill(p, gx, xs, NULL);
     }
     if (gw && !st) {
-        if (ggx) st = nconv_backward(ctx, p, NULL, ggx, NULL, NULL, dy, NULL, gw, NULL, NULL, wsp, wsz);
+        if (ggx) st = nconv__bwd_run(ctx, &pl->b, &b2, NULL, calls, calls_size);
         else fill(p, gw, ws, NULL);
     }
-    nconv__ctx_ws_release(ctx, wsp, wsz);
-    nconv__free(ctx, tmp);
+    nconv__ctx_ws_release(ctx, owned, pl->need);
     return st;
 }

@@ -20,6 +20,9 @@ nconv_status nconv__error(nconv_status status, const char *fmt, ...)
     ;
 void nconv__clear_error(void);
 
+/* ceil(a / b) for a >= 0, b > 0. */
+static inline int64_t nconv__div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /* a * b and a + b for non-negative sizes; 0 on overflow. */
 int nconv__mul_ok(int64_t a, int64_t b, int64_t *out);
 int nconv__add_ok(int64_t a, int64_t b, int64_t *out);
@@ -156,11 +159,12 @@ void nconv__view_dense_like(nconv_view *v, void *data, nconv_dtype dt, const nco
 typedef void (*nconv_task_fn)(void *arg, int tid, int nthreads);
 
 /* A context's worker threads, kept between calls: starting threads per
- * parallel region cost 75-90 us each here, a tenth of a 2-thread call on
- * small problems. Workers sleep on a condition variable between jobs (no
- * spinning: an idle pool must not take cores from the caller). One call
- * uses the pool at a time; a concurrent call on the same context starts
- * its own threads instead. */
+ * parallel region costs as much as the region itself on small problems.
+ * Between jobs a worker spins briefly (SPIN_NS in parallel.c: the next
+ * region of a call follows within microseconds), then sleeps on a
+ * condition variable, so that an idle pool soon leaves the cores to the
+ * caller. One call uses the pool at a time; a concurrent call on the same
+ * context starts its own threads instead. */
 enum { NCONV_MAX_THREADS = 256 };
 typedef struct nconv_pool {
     pthread_mutex_t busy; /* held by the call the workers serve */
@@ -249,6 +253,9 @@ struct nconv_exec {
     /* bwd_w: add the result to w instead of writing it (set only for algorithms whose
      * nconv_algo.accumulates is set; w is f32). */
     int accumulate;
+    const struct nconv_kernels *k; /* the kernel table, chosen once per process */
+    /* fwd, bwd_d: w as the running algorithm's pack made it (nconv_algo.pack), or NULL */
+    const void *packed;
 };
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */
@@ -262,6 +269,15 @@ int nconv__parallel_width(const nconv_exec *e);
 enum { NCONV_COPY_X = 1, NCONV_COPY_Y = 2, NCONV_COPY_BOTH = 3 };
 unsigned nconv__exec_copies(const nconv_exec *e);
 
+/* Internal statuses of nconv_algo.run (never returned to callers): the algorithm
+ * declines this call's operands, and the planner hands it to the next applicable
+ * algorithm of the list that does not decline for the same reason. */
+enum {
+    NCONV__DECLINE_W = 100,   /* weights with Inf or NaN */
+    NCONV__DECLINE_DATA = 101 /* activations with Inf or NaN */
+};
+enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2 }; /* nconv_algo.declines bits */
+
 typedef struct nconv_algo {
     const char *name;
     /* 1 if the algorithm computes dir of c; else 0 and a static reason. */
@@ -273,6 +289,14 @@ typedef struct nconv_algo {
      * (NULL: always preferred); forced and benchmark policies ignore it. */
     int (*preferred)(const nconv_core *c, nconv_direction dir);
     int accumulates; /* bwd_w honours nconv_exec.accumulate */
+    /* Per direction, the NCONV__DECLINES_* reasons for which run may decline. */
+    unsigned declines[3];
+    /* Prepacked weights (NULL, or 0 bytes: the algorithm reads w in every run): the bytes
+     * of w's packed form for (c, dir), the same for every piece of a split of c, and in
+     * *scratch those pack takes from e->ws. pack writes it from e->w into dst; it may
+     * decline as run does (the packed form is then not used). */
+    size_t (*pack_size)(const nconv_core *c, nconv_direction dir, size_t *scratch);
+    nconv_status (*pack)(const nconv_exec *e, void *dst);
 } nconv_algo;
 
 extern const nconv_algo nconv_algo_depthwise;
@@ -292,20 +316,32 @@ nconv_status nconv__planes_run(const nconv_exec *e);
 
 /* Backward-data kernels that read dy through a zero buffer for taps outside
  * it would turn 0 * Inf into NaN where PyTorch (and the reference) compute no
- * product: with a non-finite weight they hand the call to gemm, whose
- * column scatter drops those products. The workspace covers both. */
+ * product: with a non-finite weight they decline (NCONV__DECLINE_W), and the
+ * call goes on to gemm, whose column scatter drops those products. */
 int nconv__view_all_finite(const nconv_view *v);
-size_t nconv__bwd_d_nonfinite_workspace(const nconv_core *c, int threads, size_t own);
 
 /* Preference order, reference last. */
 int nconv__algo_count(void);
 const nconv_algo *nconv__algo_at(int i);
 const nconv_algo *nconv__algo_find(const char *name);
 
-/* The algorithm to run for (c, dir) under ctx's policy (ctx may be NULL).
- * For the benchmark policy, `bench` runs the candidates on real data. */
-nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir,
-                         const nconv_exec *bench, const nconv_algo **out);
+/* The algorithm for (c, dir) under ctx's policy (ctx may be NULL): the forced one (an
+ * error where it does not apply), else the heuristic's; under the benchmark policy the
+ * winner the context remembers for c, if any. */
+nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_algo **out);
+/* The benchmark policy's choice for (c, dir): the cached winner, else the fastest of the
+ * applicable algorithms whose workspace (with `copies`, at `threads`) is at most that of
+ * `heuristic`, timed on operands of its own (zeros, channels-last where copies has no copy). */
+nconv_status nconv__choose_timed(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+                                 int threads, const nconv_algo *heuristic, const nconv_algo **out);
+/* The algorithm a declined run of a goes on to: the next applicable one of the list that
+ * does not decline for reason (NCONV__DECLINE_*), and for an accumulating bwd_w one that
+ * accumulates (the reference at worst). */
+const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nconv_direction dir,
+                                   nconv_status reason, int accumulate);
+/* The workspace of a and of every algorithm its declined runs may go on to. */
+size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, int threads,
+                        unsigned copies);
 int nconv__ctx_threads(const nconv_context *ctx);
 nconv_pool *nconv__ctx_pool(nconv_context *ctx);
 /* Memory through the context's allocator (ctx may be NULL: malloc / free). */
@@ -315,7 +351,7 @@ void nconv__free(nconv_context *ctx, void *p);
  * exceeds ctx's memory limit; checked before allocating. */
 nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const char *what);
 /* nconv_workspace_size for a call that must fit in `room` bytes (0: no bound but the
- * context's memory limit): fewer threads where theirs would not (api.c, fit_threads). */
+ * context's memory limit): fewer threads where theirs would not (execute.c, fit_threads). */
 nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                      const nconv_epilogue *epi, size_t room, size_t *bytes);
 /* NCONV_INVALID_ARGUMENT when the environment's NCONV_MAX_ISA names no ISA. */
@@ -341,18 +377,16 @@ typedef struct nconv_piece {
     nconv_core c;
     int64_t n0, x0, y0;
 } nconv_piece;
-/* The coarsest split whose workspace at one thread, with the channels-last
- * copies in `copies`, fits budget (none fits: the whole call), f32 only;
- * returns that workspace, and in *least the same, or where none fits the
- * smallest of any split's. */
-size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+/* The coarsest split whose workspace for algorithm a at one thread, with the
+ * channels-last copies in `copies`, fits budget (none fits: the whole call),
+ * f32 only; returns that workspace, and in *least the same, or where none
+ * fits the smallest of any split's. */
+size_t nconv__split_choose(const nconv_algo *a, const nconv_core *c, nconv_direction dir, unsigned copies,
                            size_t budget, nconv_split *s, size_t *least);
-/* The workspace of split s at `threads`. */
-size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
+/* The workspace of split s for algorithm a at `threads`. */
+size_t nconv__split_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, const nconv_split *s,
                          int threads, unsigned copies);
 int64_t nconv__split_pieces(const nconv_core *c, nconv_direction dir, const nconv_split *s);
-/* 1 if the algorithm of every piece adds into dw (not under the benchmark policy). */
-int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s);
 /* 0 if piece i is empty (a split_choose result has none). */
 int nconv__split_piece(const nconv_core *c, nconv_direction dir, const nconv_split *s, int64_t i, nconv_piece *p);
 /* v's images n0 .. n0 + nn and, with axis >= 0, rows r0 .. r0 + nr along it. */
@@ -360,6 +394,90 @@ void nconv__piece_view(const nconv_view *v, int64_t n0, int64_t nn, int axis, in
 size_t nconv__ctx_memory_limit(const nconv_context *ctx); /* 0: none */
 /* What the memory limit leaves beside `held` bytes (at least 1: a limit stays one; 0: none). */
 size_t nconv__ctx_room(const nconv_context *ctx, size_t held);
+
+/* ------------------------------------------------------------------ plans */
+
+/* The forward or the backward of one problem, planned (execute.c): shapes, and per
+ * core direction it runs the algorithm, the split and the channels-last copies the
+ * workspace covers. */
+typedef struct nconv_oplan {
+    nconv_problem p;
+    nconv_core c;
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+    int backward;
+    int relu;           /* the forward's epilogue */
+    double alpha;
+    unsigned outputs;   /* backward: NCONV_OUT_DX .. NCONV_OUT_DZ */
+    const nconv_algo *algo[3]; /* NULL: the direction does not run */
+    nconv_split split[3];
+    unsigned copies[3];
+    int threads;        /* see fit_threads */
+    size_t need;        /* the workspace */
+    size_t least;       /* the workspace of the smallest pieces at one thread */
+    const struct nconv_kernels *k;
+} nconv_oplan;
+
+nconv_direction nconv__oplan_fwd_dir(const nconv_oplan *o); /* the core direction of the forward */
+nconv_direction nconv__oplan_dx_dir(const nconv_oplan *o);  /* of backward's dx */
+/* Validates p and epi (NULL: identity) into o; backward: outputs are the NCONV_OUT_DX .. DZ
+ * bits it may compute. */
+nconv_status nconv__oplan_prepare(nconv_oplan *o, const nconv_problem *p, const nconv_epilogue *epi, int backward,
+                                  unsigned outputs);
+/* Chooses (keep: keeps o->algo) each direction's algorithm, then its split, for the
+ * channels-last copies in copies[dir]; threads within room bytes (0: no bound). */
+nconv_status nconv__oplan_choose(nconv_context *ctx, nconv_oplan *o, const unsigned copies[3], size_t room, int keep);
+/* The copies a plan for activations in `layout` covers. */
+void nconv__layout_copies(const nconv_oplan *o, nconv_layout layout, int with_z, unsigned copies[3]);
+
+/* The operands of a forward, checked, as views. */
+typedef struct nconv_fwd_ops {
+    nconv_view x, w, y, bias, z;
+    nconv_epi e; /* points into this struct */
+} nconv_fwd_ops;
+nconv_status nconv__fwd_ops(const nconv_oplan *o, const nconv_tensor *x, const nconv_tensor *w,
+                            const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *y, nconv_fwd_ops *v);
+/* The copies the views need per core direction; whether the plan covers them. */
+void nconv__fwd_copies(const nconv_oplan *o, const nconv_fwd_ops *v, unsigned copies[3]);
+nconv_status nconv__fwd_check_layout(const nconv_oplan *o, const nconv_fwd_ops *v);
+/* Runs the planned forward (packed: the plan's packed weights, or NULL). */
+nconv_status nconv__fwd_run(nconv_context *ctx, const nconv_oplan *o, const nconv_fwd_ops *v, const void *packed,
+                            void *workspace, size_t workspace_size);
+
+typedef struct nconv_bwd_ops {
+    unsigned outputs; /* NCONV_OUT_* of the given outputs */
+    nconv_view dy, x, w, y, dx, dw, db, dz;
+} nconv_bwd_ops;
+nconv_status nconv__bwd_ops(const nconv_oplan *o, const nconv_tensor *x, const nconv_tensor *w,
+                            const nconv_tensor *y, const nconv_tensor *dy, const nconv_tensor *dx,
+                            const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz, nconv_bwd_ops *v);
+void nconv__bwd_copies(const nconv_oplan *o, const nconv_bwd_ops *v, unsigned copies[3]);
+nconv_status nconv__bwd_check_layout(const nconv_oplan *o, const nconv_bwd_ops *v);
+nconv_status nconv__bwd_run(nconv_context *ctx, const nconv_oplan *o, const nconv_bwd_ops *v, const void *packed,
+                            void *workspace, size_t workspace_size);
+
+/* The bytes of direction dir's packed weights (0: its algorithm reads w in every run) and
+ * in *scratch the scratch packing takes; the packing itself, of w into dst. */
+size_t nconv__oplan_pack_size(const nconv_oplan *o, nconv_direction dir, size_t *scratch);
+nconv_status nconv__oplan_pack(nconv_context *ctx, const nconv_oplan *o, nconv_direction dir, const nconv_tensor *w,
+                               void *dst, void *scratch, size_t scratch_size);
+
+struct nconv_plan {
+    nconv_context *ctx;
+    nconv_plan_desc desc;
+    nconv_problem p;
+    nconv_oplan f, b;     /* forward (double backward: ggy's terms); backward (double backward: gx, gw) */
+    size_t tmp;           /* double backward: bytes of the temporary conv(x, ggw), in the workspace */
+    size_t need;          /* the workspace */
+    /* The weights given to the plan: a dense copy of w and bias, and the packed form of w
+     * for core direction d where its algorithm packs (packed[d]), in one block. */
+    void *wmem;
+    int has_w, has_bias;
+    nconv_tensor w, bias;
+    const void *packed[3];
+};
+
+/* Double backward on a plan (derivatives.c). */
+nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *vp);
 
 /* Reference kernels: dense C-order f64 arrays in the core shapes; taps is
  * scratch for k[0] + k[1] + k[2] int64 indices. */

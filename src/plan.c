@@ -276,8 +276,7 @@ static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir) {
     return NULL;
 }
 
-nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_exec *bench,
-                         const nconv_algo **out) {
+nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_algo **out) {
     if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
         const char *why = "";
         if (!ctx->forced->applies(c, dir, &why))
@@ -285,30 +284,113 @@ nconv_status nconv__plan(nconv_context *ctx, const nconv_core *c, nconv_directio
         *out = ctx->forced;
         return NCONV_OK;
     }
-    if (ctx && ctx->policy == NCONV_POLICY_BENCHMARK && bench) {
-        const nconv_algo *a = cache_get(ctx, c, dir);
-        if (!a) {
-            /* The candidates: what fits the workspace at hand (the call's need is the heuristic's) */
-            const nconv_algo *h = heuristic(c, dir);
-            const size_t room = bench->ws->size - bench->ws->used;
-            const unsigned copies = nconv__exec_copies(bench);
-            double best = 0;
-            size_t used = bench->ws->used;
-            for (int i = 0; i < nconv__algo_count(); i++) {
-                if (!algos[i]->applies(c, dir, NULL)) continue;
-                if (algos[i] != h && algos[i]->workspace(c, dir, bench->threads, copies) > room) continue;
-                double t0 = now_s();
-                nconv_status st = algos[i]->run(bench);
-                double t = now_s() - t0;
-                bench->ws->used = used;
-                if (st) return st;
-                if (!a || t < best) a = algos[i], best = t;
-            }
-            cache_put(ctx, c, dir, a);
+    const nconv_algo *a = ctx && ctx->policy == NCONV_POLICY_BENCHMARK ? cache_get(ctx, c, dir) : NULL;
+    if ((*out = a ? a : heuristic(c, dir))) return NCONV_OK;
+    return nconv__error(NCONV_INTERNAL_ERROR, "nconv: no algorithm applies (the reference always should)");
+}
+
+static int index_of(const nconv_algo *a) {
+    for (int i = 0; i < nconv__algo_count(); i++)
+        if (algos[i] == a) return i;
+    return nconv__algo_count();
+}
+
+const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nconv_direction dir, nconv_status reason,
+                                   int accumulate) {
+    const unsigned bit = reason == (nconv_status)NCONV__DECLINE_W ? NCONV__DECLINES_W : NCONV__DECLINES_DATA;
+    for (int i = index_of(a) + 1; i < nconv__algo_count(); i++)
+        if (!(algos[i]->declines[dir] & bit) && (!accumulate || algos[i]->accumulates) &&
+            algos[i]->applies(c, dir, NULL))
+            return algos[i];
+    return &nconv_algo_ref;
+}
+
+size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    size_t need = a->workspace(c, dir, threads, copies);
+    for (unsigned bit = NCONV__DECLINES_W; bit <= NCONV__DECLINES_DATA; bit <<= 1) {
+        if (!(a->declines[dir] & bit)) continue;
+        const nconv_status reason = (nconv_status)(bit == NCONV__DECLINES_W ? NCONV__DECLINE_W : NCONV__DECLINE_DATA);
+        /* with and without accumulation: a piece of either kind may decline */
+        for (int acc = 0; acc < 2; acc++) {
+            const size_t n = nconv__algo_need(nconv__algo_next(a, c, dir, reason, acc), c, dir, threads, copies);
+            if (n > need) need = n;
         }
+    }
+    return need;
+}
+
+/* Dense zeros of the core's x, w and y (channels-last where copies has no copy of them),
+ * at *x, *w, *y in one block of the context's allocator; NULL when it is out of memory. */
+static void *trial_operands(nconv_context *ctx, const nconv_core *c, unsigned copies, size_t ws, nconv_view *x,
+                            nconv_view *w, nconv_view *y, void **wsp) {
+    const size_t es = nconv_dtype_size(c->dt);
+    const int64_t kk[3] = {c->k[0], c->k[1], c->k[2]};
+    struct { nconv_view *v; int64_t a, b; const int64_t *sp; int nxc; } ops[3] = {
+        {x, c->N, c->C, c->in, !(copies & NCONV_COPY_X)}, {w, c->O, c->C / c->G, kk, 0},
+        {y, c->N, c->O, c->out, !(copies & NCONV_COPY_Y)}};
+    size_t total = nconv__ws_round(ws) + 64, at[3]; /* 64: the arena's alignment slack */
+    for (int i = 0; i < 3; i++) {
+        at[i] = total;
+        total += nconv__ws_round(es * (size_t)(ops[i].a * ops[i].b * ops[i].sp[0] * ops[i].sp[1] * ops[i].sp[2]));
+    }
+    if (nconv__check_memory(ctx, total, "the benchmark policy's trial operands")) return NULL;
+    char *mem = nconv__alloc(ctx, total);
+    if (!mem) return NULL;
+    memset(mem, 0, total);
+    for (int i = 0; i < 3; i++) {
+        nconv_view *v = ops[i].v;
+        memset(v, 0, sizeof *v);
+        v->data = mem + at[i], v->dt = c->dt, v->rank = 5;
+        v->shape[0] = ops[i].a, v->shape[1] = ops[i].b;
+        for (int d = 0; d < 3; d++) v->shape[2 + d] = ops[i].sp[d];
+        /* C order, or channels innermost */
+        static const int nxc_order[5] = {1, 4, 3, 2, 0}, nc_order[5] = {4, 3, 2, 1, 0};
+        int64_t st = 1;
+        for (int k = 0; k < 5; k++) {
+            const int d = ops[i].nxc ? nxc_order[k] : nc_order[k];
+            v->stride[d] = st, st *= v->shape[d];
+        }
+    }
+    *wsp = mem;
+    return mem;
+}
+
+nconv_status nconv__choose_timed(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+                                 int threads, const nconv_algo *h, const nconv_algo **out) {
+    const nconv_algo *a = cache_get(ctx, c, dir);
+    if (a) {
         *out = a;
         return NCONV_OK;
     }
-    if ((*out = heuristic(c, dir))) return NCONV_OK;
-    return nconv__error(NCONV_INTERNAL_ERROR, "nconv: no algorithm applies (the reference always should)");
+    /* The candidates: what fits the heuristic's workspace */
+    const size_t room = nconv__algo_need(h, c, dir, threads, copies);
+    nconv_view x, w, y;
+    void *ws;
+    void *mem = trial_operands(ctx, c, copies, room, &x, &w, &y, &ws);
+    if (!mem)
+        return nconv__error(NCONV_OUT_OF_MEMORY,
+                            "nconv: cannot allocate the benchmark policy's trial operands and workspace (%zu bytes "
+                            "of workspace)", room);
+    nconv_arena arena = {ws, room + 64, 0};
+    const nconv_exec e = {c, dir, &x, &w, &y, NULL, &arena, threads, &ctx->pool, NULL, NULL, 0, nconv__kernels(), NULL};
+    double best = 0;
+    nconv_status st = NCONV_OK;
+    for (int i = 0; i < nconv__algo_count() && !st; i++) {
+        if (!algos[i]->applies(c, dir, NULL)) continue;
+        if (algos[i] != h && nconv__algo_need(algos[i], c, dir, threads, copies) > room) continue;
+        const double t0 = now_s();
+        st = algos[i]->run(&e);
+        const double t = now_s() - t0;
+        arena.used = 0;
+        if (st == (nconv_status)NCONV__DECLINE_W || st == (nconv_status)NCONV__DECLINE_DATA) {
+            st = NCONV_OK; /* zeros are finite: not expected */
+            continue;
+        }
+        if (!st && (!a || t < best)) a = algos[i], best = t;
+    }
+    nconv__free(ctx, mem);
+    if (st) return st;
+    cache_put(ctx, c, dir, a);
+    *out = a;
+    return NCONV_OK;
 }

@@ -28,18 +28,16 @@
 
 #include <stdint.h>
 
-static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static int64_t band_len(const nconv_core *c, nconv_direction dir, int a) {
     return dir == NCONV_DIR_BWD_D ? c->in[a] : c->out[a];
 }
 
 static int64_t bands(const nconv_core *c, nconv_direction dir, const nconv_split *s) {
-    return s->axis < 0 ? 1 : div_up(band_len(c, dir, s->axis), s->rows);
+    return s->axis < 0 ? 1 : nconv__div_up(band_len(c, dir, s->axis), s->rows);
 }
 
 int64_t nconv__split_pieces(const nconv_core *c, nconv_direction dir, const nconv_split *s) {
-    return c->N == 0 ? 1 : div_up(c->N, s->nb) * bands(c, dir, s);
+    return c->N == 0 ? 1 : nconv__div_up(c->N, s->nb) * bands(c, dir, s);
 }
 
 int nconv__split_piece(const nconv_core *c, nconv_direction dir, const nconv_split *s, int64_t i, nconv_piece *p) {
@@ -88,42 +86,31 @@ static int next_shape(const nconv_core *c, nconv_direction dir, const nconv_spli
     return 1;
 }
 
-/* Over the shapes of the pieces: the largest workspace at `threads` of their algorithms (the
- * forced one, else the heuristic's: the benchmark policy times those that fit the workspace at
- * hand, the heuristic's always), and in *acc whether each adds into dw (never under the
- * benchmark policy, whose trial runs would add too). SIZE_MAX if a piece is empty or a forced
- * algorithm does not apply to it (whole: the call itself, which reports that when it runs). */
-static size_t scan(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s, int threads,
-                   unsigned copies, int *acc) {
+/* Over the shapes of the pieces: the largest workspace at `threads` of algorithm a (and of
+ * those its declined runs go on to); SIZE_MAX if a piece is empty or a does not apply to it
+ * (whole: the call itself, which reports that when it is planned). */
+static size_t scan(const nconv_algo *a, const nconv_core *c, nconv_direction dir, const nconv_split *s, int threads,
+                   unsigned copies) {
     const int whole = nconv__split_pieces(c, dir, s) == 1;
     size_t need = 0;
-    *acc = !nconv__ctx_benchmarks(ctx);
     nconv_piece p, last;
     for (int64_t i = 0; i < bands(c, dir, s); i++) {
         const int k = next_shape(c, dir, s, i, &p, &last);
         if (k < 0) return SIZE_MAX;
         if (k == 0) continue;
-        const nconv_algo *a = nconv__ctx_forced(ctx);
-        if ((a && !whole && !a->applies(&p.c, dir, NULL)) || (!a && nconv__plan(ctx, &p.c, dir, NULL, &a)))
-            return SIZE_MAX;
-        const size_t w = a->workspace(&p.c, dir, threads, copies);
+        if (!whole && !a->applies(&p.c, dir, NULL)) return SIZE_MAX;
+        const size_t w = nconv__algo_need(a, &p.c, dir, threads, copies);
         if (w > need) need = w;
-        *acc &= a->accumulates;
     }
     return need;
 }
 
-int nconv__split_accumulates(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s) {
-    int acc;
-    return scan(ctx, c, dir, s, 1, NCONV_COPY_BOTH, &acc) != SIZE_MAX && acc;
-}
-
 /* The largest piece's workspace, and for bwd_w in pieces db's lanes and, unless they add
  * into the first's, the dense dw the others write. */
-size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_split *s,
+size_t nconv__split_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, const nconv_split *s,
                          int threads, unsigned copies) {
-    int acc;
-    size_t need = scan(ctx, c, dir, s, threads, copies, &acc);
+    size_t need = scan(a, c, dir, s, threads, copies);
+    const int acc = a->accumulates;
     if (need != SIZE_MAX && dir == NCONV_DIR_BWD_W && nconv__split_pieces(c, dir, s) > 1) {
         const size_t dw = sizeof(float) * (size_t)(c->O * (c->C / c->G) * nconv__core_kernel_spatial(c));
         need += nconv__ws_round(4 * sizeof(double) * (size_t)c->O);
@@ -134,35 +121,35 @@ size_t nconv__split_need(nconv_context *ctx, const nconv_core *c, nconv_directio
 
 /* Candidate t of split_choose: its need at one thread into *one (and *least where smaller),
  * and t into *s if it fits the budget; returns whether it does. */
-static int try_split(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies, size_t budget,
+static int try_split(const nconv_algo *a, const nconv_core *c, nconv_direction dir, unsigned copies, size_t budget,
                      const nconv_split *t, nconv_split *s, size_t *one, size_t *least) {
-    *one = nconv__split_need(ctx, c, dir, t, 1, copies);
+    *one = nconv__split_need(a, c, dir, t, 1, copies);
     if (*one < *least) *least = *one;
     if (*one > budget) return 0;
     *s = *t;
     return 1;
 }
 
-size_t nconv__split_choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+size_t nconv__split_choose(const nconv_algo *a, const nconv_core *c, nconv_direction dir, unsigned copies,
                            size_t budget, nconv_split *s, size_t *least) {
     *s = (nconv_split){c->N > 0 ? c->N : 1, -1, 0};
-    size_t one = nconv__split_need(ctx, c, dir, s, 1, copies); /* of *s */
+    size_t one = nconv__split_need(a, c, dir, s, 1, copies); /* of *s */
     const size_t whole = one;
     *least = one;
     int fits = c->dt != NCONV_F32 || c->N == 0 || one <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces
      * that still do not fit would only be slower). */
     for (int64_t nb = c->N; !fits && nb > 1;) {
-        const nconv_split t = {nb = div_up(nb, 2), -1, 0};
-        fits = try_split(ctx, c, dir, copies, budget, &t, s, &one, least);
+        const nconv_split t = {nb = nconv__div_up(nb, 2), -1, 0};
+        fits = try_split(a, c, dir, copies, budget, &t, s, &one, least);
     }
-    int a = 0;
-    while (a < 3 && band_len(c, dir, a) <= 1) a++;
-    if (!fits && a < 3 && c->mode == NCONV_PAD_ZEROS && (dir != NCONV_DIR_BWD_D || c->s[a] == 1)) {
-        const int64_t len = band_len(c, dir, a);
+    int ax = 0;
+    while (ax < 3 && band_len(c, dir, ax) <= 1) ax++;
+    if (!fits && ax < 3 && c->mode == NCONV_PAD_ZEROS && (dir != NCONV_DIR_BWD_D || c->s[ax] == 1)) {
+        const int64_t len = band_len(c, dir, ax);
         for (int64_t nbands = 2, rows = len; !fits && rows > 1; nbands *= 2) {
-            const nconv_split t = {1, a, rows = div_up(len, nbands)};
-            fits = try_split(ctx, c, dir, copies, budget, &t, s, &one, least);
+            const nconv_split t = {1, ax, rows = nconv__div_up(len, nbands)};
+            fits = try_split(a, c, dir, copies, budget, &t, s, &one, least);
         }
     }
     if (!fits) return whole;

@@ -333,7 +333,7 @@ static void transpose_task(void *arg, int tid, int nthreads) {
 void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (v->dt == NCONV_F32 && spatial_dense(v)) {
-        transpose_ctx t = {v, NULL, NULL, dst, C, S, (S + TBLOCK - 1) / TBLOCK, 0};
+        transpose_ctx t = {v, NULL, NULL, dst, C, S, nconv__div_up(S, TBLOCK), 0};
         nconv__parallel(e, transpose_task, &t);
         return;
     }
@@ -352,7 +352,7 @@ void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const floa
     if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;
     const nconv_view *z = epi ? epi->z : NULL;
     if (v->dt == NCONV_F32 && !z && spatial_dense(v)) {
-        transpose_ctx t = {v, epi, src, NULL, C, S, (S + TBLOCK - 1) / TBLOCK, 1};
+        transpose_ctx t = {v, epi, src, NULL, C, S, nconv__div_up(S, TBLOCK), 1};
         nconv__parallel(e, transpose_task, &t);
         return;
     }

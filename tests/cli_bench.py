@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`nconv bench --csv` keeps its contract: the header, one row per problem,
-direction and layout, numeric fields that parse, and the oneDNN columns
-filled when the peer is built in (no timing is asserted).
+direction and layout, numeric fields that parse, the plan's time, and the
+oneDNN columns filled when the peer is built in (no timing is asserted).
 
 Usage: cli_bench.py NCONV_BINARY
 """
@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio"
+HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio"
 
 
 def main():
@@ -38,10 +38,12 @@ def main():
     for row in rows:
         ok = row["dir"] in ("fwd", "bwd_d", "bwd_w") and row["layout"] in ("nchw", "nhwc")
         ok = ok and float(row["ms"]) > 0 and float(row["gflops"]) > 0 and row["threads"] == "1"
+        ok = ok and float(row["plan_ms"]) > 0
         if has_peer:
             ok = ok and float(row["onednn_ms"]) > 0 and row["onednn_impl"] and float(row["ratio"]) > 0
+            ok = ok and float(row["plan_ratio"]) > 0
         else:
-            ok = ok and row["onednn_ms"] == "" and row["ratio"] == ""
+            ok = ok and row["onednn_ms"] == "" and row["ratio"] == "" and row["plan_ratio"] == ""
         check(ok, "row %s %s %s: %s" % (row["name"], row["dir"], row["layout"], ",".join(row.values())))
     r = subprocess.run(nconv + ["bench", "--per-sample", "--csv", "--threads", "1", 'mb3ic4ih6oc8oh6kh3ph1n"ps"',
                         'mb3ic4iw9oc8ow9kw3pw1n"ps1d"', 'mb2ic2id4ih4iw4oc4od4oh4ow4kd3kh3kw3pd1ph1pw1n"3d"'],

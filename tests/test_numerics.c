@@ -8,18 +8,10 @@
  */
 #include "test_util.h"
 
-typedef struct arr {
-    float *d;
-    int64_t n;
-    nconv_tensor t;
-} arr;
+typedef test_buf arr;
 
 static void arr_make(arr *a, int rank, const int64_t *shape, nconv_layout layout, uint64_t *rng) {
-    a->n = 1;
-    for (int i = 0; i < rank; i++) a->n *= shape[i];
-    a->d = malloc(sizeof(float) * (size_t)(a->n ? a->n : 1));
-    for (int64_t i = 0; i < a->n; i++) a->d[i] = rng ? (float)test_uniform(rng) : NAN;
-    nconv_tensor_init(&a->t, a->d, rank, shape, layout);
+    test_buf_make(a, rank, shape, layout, rng, NAN);
 }
 
 enum { X, W, BIAS, Z, DY, Y, DX, DW, DB, NARR, FIRST_OUT = Y };
@@ -38,7 +30,7 @@ static void set_make(set *s, const nconv_problem *p, nconv_layout layout, uint64
 }
 
 static void set_free(set *s) {
-    for (int i = 0; i < NARR; i++) free(s->a[i].d);
+    for (int i = 0; i < NARR; i++) free(s->a[i].data);
 }
 
 static nconv_status run(nconv_context *ctx, const nconv_problem *p, set *s, const nconv_epilogue *epi, void *ws,
@@ -98,7 +90,7 @@ static void test_special_values(void) {
         set r;
         set_make(&r, &p, layout, seed);
         const int64_t at = (int64_t)(test_rng(&rng) % (uint64_t)r.a[where].n);
-        r.a[where].d[at] = special;
+        r.a[where].data[at] = special;
         char desc[512] = "";
         nconv_problem_to_desc(&p, desc, sizeof desc);
         nconv_status st = run(ref, &p, &r, &epi, NULL, 0);
@@ -110,15 +102,15 @@ static void test_special_values(void) {
             nconv_context_set_threads(ctx, (int)test_int(&rng, 1, 3));
             set s;
             set_make(&s, &p, layout, seed);
-            s.a[where].d[at] = special;
+            s.a[where].data[at] = special;
             if (run(ctx, &p, &s, &epi, NULL, 0) == NCONV_OK) {
                 for (int o = FIRST_OUT; o < NARR; o++) {
                     int64_t bad = -1;
                     for (int64_t i = 0; i < s.a[o].n && bad < 0; i++)
-                        if (cls(s.a[o].d[i]) != cls(r.a[o].d[i])) bad = i;
+                        if (cls(s.a[o].data[i]) != cls(r.a[o].data[i])) bad = i;
                     CHECK(bad < 0, "%s: %g in operand %d[%lld], output %d[%lld] = %g, reference %g on %s (relu %d)",
-                          name, special, where, (long long)at, o, (long long)bad, bad < 0 ? 0 : s.a[o].d[bad],
-                          bad < 0 ? 0 : r.a[o].d[bad], desc, (int)epi.activation);
+                          name, special, where, (long long)at, o, (long long)bad, bad < 0 ? 0 : s.a[o].data[bad],
+                          bad < 0 ? 0 : r.a[o].data[bad], desc, (int)epi.activation);
                 }
                 compared++;
             }
@@ -163,9 +155,9 @@ static void test_nan_workspace(void) {
                 for (int o = FIRST_OUT; o < NARR; o++) {
                     double md = 0, mr = 0;
                     for (int64_t i = 0; i < s.a[o].n; i++) {
-                        double d = fabs((double)s.a[o].d[i] - r.a[o].d[i]);
+                        double d = fabs((double)s.a[o].data[i] - r.a[o].data[i]);
                         if (!(d <= md)) md = d; /* NaN sticks */
-                        if (fabs(r.a[o].d[i]) > mr) mr = fabs(r.a[o].d[i]);
+                        if (fabs(r.a[o].data[i]) > mr) mr = fabs(r.a[o].data[i]);
                     }
                     CHECK(md <= 1e-5 * (mr > 1 ? mr : 1), "%s with a NaN workspace: output %d err %g",
                           name, o, md);

@@ -198,7 +198,7 @@ static void test_api_misuse(void) {
           "%s", nconv_last_error());
     free(ws);
     /* The query is for the algorithm the call will run: the heuristic's choice or a forced one;
-     * under the benchmark policy the heuristic's too (its trials take what fits the workspace). */
+     * under the benchmark policy the winner of the trials, which take what fits the heuristic's. */
     nconv_context *qctx;
     nconv_context_create(&qctx);
     const char *chosen = "";
@@ -218,7 +218,7 @@ static void test_api_misuse(void) {
     nconv_context_set_algorithm(qctx, "auto");
     nconv_context_set_policy(qctx, NCONV_POLICY_BENCHMARK);
     nconv_workspace_size(qctx, &p, NCONV_OP_FORWARD, NULL, &bench);
-    CHECK(heur == forced && heur < most && bench == heur, "heuristic %zu (%s forced %zu), benchmark %zu, most %zu", heur,
+    CHECK(heur == forced && heur < most && bench <= heur, "heuristic %zu (%s forced %zu), benchmark %zu, most %zu", heur,
           chosen, forced, bench, most);
     nconv_context_destroy(qctx);
     CHECK_ERROR(nconv_backward(NULL, &p, NULL, NULL, &tw, NULL, &tdy, NULL, &tdw, NULL, NULL, NULL, 0),

@@ -7,25 +7,6 @@
  */
 #include "test_util.h"
 
-/* Counts allocations; fails the fail_at-th (1-based; 0: never). */
-typedef struct hook {
-    int64_t calls, live, fail_at;
-} hook;
-
-static void *hook_alloc(void *user, size_t bytes) {
-    hook *h = user;
-    if (++h->calls == h->fail_at) return NULL;
-    void *p = malloc(bytes);
-    if (p) h->live++;
-    return p;
-}
-
-static void hook_free(void *user, void *p) {
-    hook *h = user;
-    h->live--;
-    free(p);
-}
-
 typedef struct buf {
     float *data;
     int64_t n;
@@ -139,8 +120,8 @@ static void test_failing_allocations(void) {
                 fixture f, good;
                 fixture_make(&f, batched ? 3 : 0, (nconv_layout)lay);
                 fixture_make(&good, batched ? 3 : 0, (nconv_layout)lay);
-                hook h = {0, 0, 0};
-                const nconv_allocator a = {hook_alloc, hook_free, &h};
+                test_hook h = {0, 0, 0};
+                const nconv_allocator a = {test_hook_alloc, test_hook_free, &h};
                 nconv_context *ctx;
                 nconv_context_create_with_allocator(&ctx, &a);
                 nconv_context_set_threads(ctx, 2);
@@ -152,8 +133,8 @@ static void test_failing_allocations(void) {
                 const int64_t total = h.calls;
                 CHECK(total >= (batched ? 3 : 1), "%s: only %lld allocations through the hook", op_names[op], (long long)total);
                 for (int64_t k = 1; k <= total; k++) {
-                    hook hk = {0, 0, k};
-                    const nconv_allocator ak = {hook_alloc, hook_free, &hk};
+                    test_hook hk = {0, 0, k};
+                    const nconv_allocator ak = {test_hook_alloc, test_hook_free, &hk};
                     nconv_context *fresh = NULL;
                     st = nconv_context_create_with_allocator(&fresh, &ak);
                     if (k == 1) { /* the context itself */
@@ -189,8 +170,8 @@ static void test_memory_limit(void) {
     for (int op = 0; op < NOPS; op++) {
         fixture f;
         fixture_make(&f, op >= OP_FWD_BATCHED ? 3 : 0, NCONV_LAYOUT_NCX);
-        hook h = {0, 0, 0};
-        const nconv_allocator a = {hook_alloc, hook_free, &h};
+        test_hook h = {0, 0, 0};
+        const nconv_allocator a = {test_hook_alloc, test_hook_free, &h};
         nconv_context *ctx;
         nconv_context_create(&ctx);
         nconv_context_set_allocator(ctx, &a);
@@ -218,7 +199,7 @@ static void test_memory_limit(void) {
     free(ws);
     nconv_context_destroy(ctx);
     fixture_free(&f);
-    const nconv_allocator half = {hook_alloc, NULL, NULL};
+    const nconv_allocator half = {test_hook_alloc, NULL, NULL};
     nconv_context_create(&ctx);
     CHECK_ERROR(nconv_context_set_allocator(ctx, &half), NCONV_INVALID_ARGUMENT, "allocator->free is NULL");
     CHECK_ERROR(nconv_context_set_memory_limit(NULL, 1), NCONV_INVALID_ARGUMENT, "ctx is NULL");

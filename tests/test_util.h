@@ -63,4 +63,40 @@ static inline int64_t test_int(uint64_t *s, int64_t lo, int64_t hi) {
     return lo + (int64_t)(test_rng(s) % (uint64_t)(hi - lo + 1));
 }
 
+/* A dense f32 tensor of its own memory: random in [-1, 1) from rng, or `fill` everywhere. */
+typedef struct test_buf {
+    float *data;
+    int64_t n;
+    nconv_tensor t;
+} test_buf;
+
+static inline void test_buf_make(test_buf *b, int rank, const int64_t *shape, nconv_layout layout, uint64_t *rng,
+                                 float fill) {
+    b->n = 1;
+    for (int i = 0; i < rank; i++) b->n *= shape[i];
+    b->data = malloc(sizeof(float) * (size_t)(b->n ? b->n : 1));
+    for (int64_t i = 0; i < b->n; i++) b->data[i] = rng ? (float)test_uniform(rng) : fill;
+    nconv_tensor_init(&b->t, b->data, rank, shape, layout);
+}
+
+/* An allocator (nconv_allocator's user: a test_hook) that counts allocations and fails the
+ * fail_at-th (1-based; 0: never). */
+typedef struct test_hook {
+    int64_t calls, live, fail_at;
+} test_hook;
+
+static inline void *test_hook_alloc(void *user, size_t bytes) {
+    test_hook *h = user;
+    if (++h->calls == h->fail_at) return NULL;
+    void *p = malloc(bytes);
+    if (p) h->live++;
+    return p;
+}
+
+static inline void test_hook_free(void *user, void *p) {
+    test_hook *h = user;
+    h->live--;
+    free(p);
+}
+
 #endif

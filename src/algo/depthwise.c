@@ -148,7 +148,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
     const int64_t S = sz[0] * sz[1] * sz[2];
     int64_t b, e, n = 0, u[3] = {0, 0, 0};
     if (d->dir == NCONV_DIR_BWD_W) {
-        nconv__split((C + CBLOCK - 1) / CBLOCK, tid, nthreads, &b, &e);
+        nconv__split(nconv__div_up(C, CBLOCK), tid, nthreads, &b, &e);
         const int64_t c0 = b * CBLOCK, c1 = e * CBLOCK < C ? e * CBLOCK : C;
         if (c0 >= c1) return;
         for (int64_t t = 0; t < KS; t++) memset(d->out + t * C + c0, 0, sizeof(float) * (size_t)(c1 - c0));
@@ -198,7 +198,7 @@ static void plane_geometry(const nconv_core *c, nconv_direction dir, plane_geo *
         }
     }
     g->ph = bwd_d ? 1 : c->s[2];
-    g->Wq = (g->P[2] + g->ph - 1) / g->ph;
+    g->Wq = nconv__div_up(g->P[2], g->ph);
     const int64_t *o = bwd_d ? c->in : c->out;
     g->rows[0] = o[0], g->rows[1] = o[1], g->rowlen = o[2];
     g->vol = (size_t)(g->ph * g->P[0] * g->P[1] * g->Wq);
@@ -418,7 +418,7 @@ static nconv_status plane_run(const nconv_exec *e) {
     char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * g.scratch);
     if (!scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
     const int bwd_d = e->dir == NCONV_DIR_BWD_D;
-    plane_ctx pc = {e->c, e->dir, nconv__kernels(), &g, bwd_d ? e->y : e->x, NULL, e->y, e->w, e->epi, scratch, g.scratch};
+    plane_ctx pc = {e->c, e->dir, e->k, &g, bwd_d ? e->y : e->x, NULL, e->y, e->w, e->epi, scratch, g.scratch};
     pc.out = e->dir == NCONV_DIR_FWD ? e->y : e->x;
     nconv__parallel(e, plane_task, &pc);
     return NCONV_OK;
@@ -435,7 +435,7 @@ static int use_planes(const nconv_exec *e) {
 }
 
 static nconv_status dw_run(const nconv_exec *e) {
-    if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
+    if (e->dir == NCONV_DIR_BWD_D && !nconv__view_all_finite(e->w)) return (nconv_status)NCONV__DECLINE_W;
     if (use_planes(e)) return plane_run(e);
     const nconv_core *c = e->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
@@ -448,7 +448,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     if (!xb || !yb || !wt || !init || !zero || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
     memset(zero, 0, s.zero);
-    dw_ctx d = {c, e->dir, nconv__kernels(), NULL, NULL, wt, NULL, zero, NULL, 0, scratch, nconv__ws_round(s.scratch)};
+    dw_ctx d = {c, e->dir, e->k, NULL, NULL, wt, NULL, zero, NULL, 0, scratch, nconv__ws_round(s.scratch)};
     if (e->dir != NCONV_DIR_BWD_D) d.x = nconv__nxc_input(e, e->x, xb);
     if (e->dir != NCONV_DIR_FWD) d.dy = nconv__nxc_input(e, e->y, yb);
     if (e->dir == NCONV_DIR_BWD_W) {
@@ -485,7 +485,9 @@ static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads
     plane_geo g;
     plane_geometry(c, dir, &g);
     if ((size_t)threads * g.scratch > own) own = (size_t)threads * g.scratch;
-    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
+    return own;
 }
 
-const nconv_algo nconv_algo_depthwise = {"depthwise", dw_applies, dw_workspace, dw_run, NULL, 0};
+/* bwd_d with non-finite weights: see nconv__view_all_finite. */
+const nconv_algo nconv_algo_depthwise = {.name = "depthwise", .applies = dw_applies, .workspace = dw_workspace,
+                                         .run = dw_run, .declines = {0, NCONV__DECLINES_W, 0}};

@@ -146,9 +146,4 @@ static nconv_status gemm_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_gemm = {"gemm", gemm_applies, gemm_workspace, gemm_run, NULL, 0};
-
-size_t nconv__bwd_d_nonfinite_workspace(const nconv_core *c, int threads, size_t own) {
-    const size_t g = nconv_algo_gemm.workspace(c, NCONV_DIR_BWD_D, threads, NCONV_COPY_BOTH);
-    return g > own ? g : own;
-}
+const nconv_algo nconv_algo_gemm = {.name = "gemm", .applies = gemm_applies, .workspace = gemm_workspace, .run = gemm_run};

@@ -98,7 +98,7 @@ static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int th
     gsizes s; /* see grouped_run, rows_run */
     size_t own = sizes(c, dir, copies, &s);
     if (dir != NCONV_DIR_BWD_W) own += nconv__ws_round(sizeof(float *) * (size_t)(nconv__core_kernel_spatial(c) * threads));
-    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
+    return own;
 }
 
 typedef struct gctx {
@@ -255,8 +255,8 @@ static nconv_status rows_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const int fwd = e->dir == NCONV_DIR_FWD;
     /* bwd_d reads zero taps past dy's edges: with a non-finite weight that would make NaN where
-     * PyTorch computes no product (gemm's scatter drops those taps). */
-    if (!fwd && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
+     * PyTorch computes no product (see nconv__view_all_finite). */
+    if (!fwd && !nconv__view_all_finite(e->w)) return (nconv_status)NCONV__DECLINE_W;
     gsizes s;
     sizes(c, e->dir, nconv__exec_copies(e), &s);
     rowconv r;
@@ -290,7 +290,7 @@ static nconv_status rows_run(const nconv_exec *e) {
     int fuse;
     float *dst = nconv__nxc_output(out, e->epi, yb, &fuse);
     nconv__epi_init(fuse ? e->epi : NULL, init, c->C);
-    fctx fc = {c, nconv__kernels(), &r, xb, wp, init, zero, dst, fuse && e->epi && e->epi->relu, taps, KS};
+    fctx fc = {c, e->k, &r, xb, wp, init, zero, dst, fuse && e->epi && e->epi->relu, taps, KS};
     nconv__parallel(e, rows_task, &fc);
     if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
     return NCONV_OK;
@@ -313,9 +313,10 @@ static nconv_status grouped_run(const nconv_exec *e) {
     nconv__parallel(e, block_task, &bx);
     block_ctx by = {c, e->y, yb, c->out[2], 0, NCONV_PAD_ZEROS};
     nconv__parallel(e, block_task, &by);
-    gctx gc = {c, nconv__kernels(), xb, yb, zero, r.width, acc, e->w};
+    gctx gc = {c, e->k, xb, yb, zero, r.width, acc, e->w};
     nconv__parallel(e, grouped_task, &gc);
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_grouped = {"grouped", grouped_applies, grouped_workspace, grouped_run, NULL, 0};
+const nconv_algo nconv_algo_grouped = {.name = "grouped", .applies = grouped_applies, .workspace = grouped_workspace,
+                                       .run = grouped_run, .declines = {0, NCONV__DECLINES_W, 0}};

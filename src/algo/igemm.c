@@ -39,8 +39,6 @@ enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue c
 enum { PGROUP_UNITS = 8 };          /* row GEMM: row blocks per thread, at least, before column panels are split too */
 enum { MAX_KERNEL = 65536, MAX_CLASSES = 16384 };
 
-static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static int igemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt == NCONV_F64) {
         if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
@@ -114,7 +112,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
      * blocks of 256 KiB made conv1 slower on 2 threads than on 1. */
     g->col_rows = (2 << 20) / ((int64_t)sizeof(float) * g->KS * g->Cg);
     g->col_rows = g->col_rows < MR ? MR : g->col_rows > 32768 ? 32768 : g->col_rows - g->col_rows % MR;
-    g->panels = div_up(g->rows_cols, NR);
+    g->panels = nconv__div_up(g->rows_cols, NR);
     g->kchunk = g->kc;
     if (g->ks_rows * g->kc > K_BLOCK) {
         g->kchunk = K_BLOCK / g->ks_rows;
@@ -146,8 +144,8 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
      * KW * Cg when W-folded) on the rows when that wastes fewer lanes (input
      * layers: 21 columns fill 2 panels of 16 at 66%, 4 tiles of 6 at 88%). */
     const int64_t width = g->wfold ? c->k[2] * g->Cg : g->Cg;
-    const double eff_o = (double)g->Og / (double)(MR * div_up(g->Og, MR)) * (double)width / (double)(NR * div_up(width, NR));
-    const double eff_c = (double)width / (double)(MR * div_up(width, MR)) * (double)g->Og / (double)(NR * div_up(g->Og, NR));
+    const double eff_o = (double)g->Og / (double)(MR * nconv__div_up(g->Og, MR)) * (double)width / (double)(NR * nconv__div_up(width, NR));
+    const double eff_c = (double)width / (double)(MR * nconv__div_up(width, MR)) * (double)g->Og / (double)(NR * nconv__div_up(g->Og, NR));
     /* Only for a clear gain: the swapped accumulators [c][o] are written to dw transposed. */
     g->bw_swap = eff_c > 1.1 * eff_o;
     /* With several threads each packs x's column panels for its own dy^T row tiles: all of x,
@@ -164,7 +162,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
     g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* W-folded swapped rows of 7 taps x 3 channels (the RGB stem) fill 6-row tiles to 21 of 24. */
     const nconv_f32_gemm_ib_np_fn ib7 = nconv__kernels()->gemm_ib7_np;
-    g->bw_mr = ib7 && g->wfold && g->bw_swap && div_up(width, 7) * 7 < div_up(width, MR) * MR ? 7 : MR;
+    g->bw_mr = ib7 && g->wfold && g->bw_swap && nconv__div_up(width, 7) * 7 < nconv__div_up(width, MR) * MR ? 7 : MR;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
      * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend
@@ -218,7 +216,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
         s->lanes = sizeof(double) * (size_t)(4 * c->O * (g.bw_chunks - 1)); /* db lanes of chunks 1.. */
         s->init = s->jobs = 0;
         const int64_t rows = g.bw_swap ? (g.wfold ? c->k[2] * g.Cg : g.Cg) : g.Og; /* see bw_task */
-        s->scratch = sizeof(float) * (size_t)(div_up(rows, MR) * bw_tile_stride(&g)) +
+        s->scratch = sizeof(float) * (size_t)(nconv__div_up(rows, MR) * bw_tile_stride(&g)) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
                      /* packed B panels, see bw_range */
                      sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc);
@@ -231,7 +229,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     }
     if (g.dcols) { /* column blocks, and weights packed for them (as B panels, or as A tiles for NCHW dy) */
         s->cols = sizeof(float) * (size_t)(g.col_rows * g.KS * g.Cg);
-        const int64_t q = g.KS * g.Cg, wb = div_up(q, NR) * NR, wa = div_up(q, MR) * MR;
+        const int64_t q = g.KS * g.Cg, wb = nconv__div_up(q, NR) * NR, wa = nconv__div_up(q, MR) * MR;
         const size_t wq = sizeof(float) * (size_t)((wb > wa ? wb : wa) * g.Og);
         if (wq > s->packed) s->packed = wq;
         const size_t rows = sizeof(float *) * (size_t)g.Og; /* NCHW dy: a plane row pointer per output channel */
@@ -251,7 +249,7 @@ static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int thre
         const size_t planes = nconv__planes_workspace(c, dir, threads);
         if (planes > own) own = planes;
     }
-    return dir == NCONV_DIR_BWD_D ? nconv__bwd_d_nonfinite_workspace(c, threads, own) : own;
+    return own;
 }
 
 /* --------------------------------------------------- row GEMM (fwd, bwd_d) */
@@ -275,7 +273,8 @@ typedef struct row_ctx {
     char *scratch;
     size_t scratch_stride;
     /* Panel-major (weights of megabytes, few rows): a unit is a range of column panels over
-     * every row block; it packs those panels itself (w and finite below) and uses them at once. */
+     * every row block; it packs those panels itself (w and finite below; w NULL: they are
+     * packed already) and uses them at once. */
     int panel_major;
     const struct wsrc *w;
     int *finite; /* per thread: every weight it packed was finite */
@@ -385,7 +384,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
     const int64_t p0 = pg * g->panels / rc->pgroups, p1 = (pg + 1) * g->panels / rc->pgroups;
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
-    const int64_t ntiles = div_up(r1 - r0, MR);
+    const int64_t ntiles = nconv__div_up(r1 - r0, MR);
     pixel px = {0, {0, 0, 0}};
     if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
     float *rowdst = NULL; /* bwd_d: the dx row start of the current input row */
@@ -498,7 +497,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
 static int64_t row_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
 
 /* Row blocks (of mc_tiles tiles) of job j. */
-static int64_t row_blocks(const job *j, const geo *g) { return div_up(div_up(j->rows, MR), g->mc_tiles); }
+static int64_t row_blocks(const job *j, const geo *g) { return nconv__div_up(nconv__div_up(j->rows, MR), g->mc_tiles); }
 
 /* The work of job j: every row and column panel (the sum of its units' unit_cost). */
 static int64_t job_cost(const job *j, const geo *g) { return j->rows * g->panels * row_cost(j, g); }
@@ -560,7 +559,7 @@ static void row_task(void *arg, int tid, int nthreads) {
             continue;
         }
         const int64_t pg = u - first, p0 = pg * rc->g.panels / rc->pgroups, p1 = (pg + 1) * rc->g.panels / rc->pgroups;
-        rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
+        if (rc->w) rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
         for (int64_t b = 0; b < row_blocks(j, &rc->g); b++)
             row_block(rc, j, b * rc->pgroups + pg, a, crow, pa, rb, pbuf);
     }
@@ -766,7 +765,7 @@ static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, float *packed,
             for (int a = 0; a < 3; a++) {
                 /* Input coordinates i with (i + pb) % s == q; taps k with (k * d) % s == q. */
                 j->start[a] = ((qq[a] - c->pb[a]) % c->s[a] + c->s[a]) % c->s[a];
-                j->cnt[a] = c->in[a] > j->start[a] ? div_up(c->in[a] - j->start[a], c->s[a]) : 0;
+                j->cnt[a] = c->in[a] > j->start[a] ? nconv__div_up(c->in[a] - j->start[a], c->s[a]) : 0;
                 for (int64_t k = 0; k < c->k[a]; k++)
                     if ((k * c->d[a]) % c->s[a] == qq[a]) j->taps[a][j->ntap[a]++] = k;
             }
@@ -776,6 +775,26 @@ static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, float *packed,
             packed += g->panels * j->ks * g->Og * NR;
         }
     return n;
+}
+
+/* The row GEMM's jobs (one per group for fwd, see make_bwd_d_jobs for bwd_d) over the
+ * packed weights at packed; returns their number. */
+static int64_t make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, job *jobs) {
+    if (dir == NCONV_DIR_BWD_D) return make_bwd_d_jobs(c, g, packed, jobs);
+    for (int64_t gi = 0; gi < c->G; gi++) {
+        job *j = &jobs[gi];
+        memset(j, 0, sizeof *j);
+        j->g = gi, j->rows = c->N * g->OS, j->ks = g->ks_rows;
+        j->w = packed + gi * g->panels * g->ks_rows * g->kc * NR;
+    }
+    return c->G;
+}
+
+/* Offsets of each kernel tap in the caller's weight layout (read by wload, written by bwd_w). */
+static void tap_offsets(const nconv_core *c, const nconv_view *w, int64_t *toff) {
+    for (int64_t t = 0; t < nconv__core_kernel_spatial(c); t++)
+        toff[t] = (t / (c->k[1] * c->k[2])) * w->stride[2] + ((t / c->k[2]) % c->k[1]) * w->stride[3] +
+                  (t % c->k[2]) * w->stride[4];
 }
 
 /* ------------------------------------------------------------- bwd_w */
@@ -1005,7 +1024,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     }
                     packed_g = gi;
                 }
-                const int64_t np = div_up(cols_n, NR), nc_last = cols_n - (np - 1) * NR;
+                const int64_t np = nconv__div_up(cols_n, NR), nc_last = cols_n - (np - 1) * NR;
                 const float *const *brow = bc->dy_planes ? brows : dyrows;
                 const int64_t boff = bc->dy_planes ? 0 : gi * g->Og, bs = bc->dy_planes ? KC * NR : NR;
                 /* W-folded, along an output row pixel k + 1's run starts s[2] * Cg floats after
@@ -1164,7 +1183,7 @@ static void planes_cols_task(void *arg, int tid, int nthreads) {
     const int64_t Q = cc->g->KS * cc->g->Cg, Og = cc->g->Og, OS = cc->g->OS, step = COL_PANELS * NR;
     const float **b = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
     int64_t u0, u1;
-    nconv__split(div_up(cc->rows, step), tid, nthreads, &u0, &u1);
+    nconv__split(nconv__div_up(cc->rows, step), tid, nthreads, &u0, &u1);
     int64_t img = -1;
     for (int64_t i = u0 * step, end = u1 * step < cc->rows ? u1 * step : cc->rows; i < end;) {
         const int64_t p = cc->m0 + i, n = p / OS, op = p % OS;
@@ -1175,7 +1194,7 @@ static void planes_cols_task(void *arg, int tid, int nthreads) {
             for (int64_t o = 0; o < Og; o++) b[o] = (const float *)v->data + n * v->stride[0] + o * v->stride[1];
             img = n;
         }
-        const int64_t np = div_up(len, NR), nc_last = len - (np - 1) * NR;
+        const int64_t np = nconv__div_up(len, NR), nc_last = len - (np - 1) * NR;
         for (int64_t q0 = 0; q0 < Q; q0 += MR)
             cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, MR, b, op, NR,
                               cc->col + q0 * cc->rows + i, cc->rows, 0);
@@ -1187,7 +1206,7 @@ static void cols_task(void *arg, int tid, int nthreads) {
     const cols_ctx *cc = arg;
     const int64_t Q = cc->g->KS * cc->g->Cg, Og = cc->g->Og;
     int64_t t0, t1;
-    nconv__split(div_up(cc->rows, MR), tid, nthreads, &t0, &t1);
+    nconv__split(nconv__div_up(cc->rows, MR), tid, nthreads, &t0, &t1);
     const float **a = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
     for (int64_t tile = t0; tile < t1; tile++) {
         const int64_t r0 = tile * MR, mr = cc->rows - r0 < MR ? cc->rows - r0 : MR;
@@ -1337,27 +1356,25 @@ static nconv_status igemm_run(const nconv_exec *e) {
     const int threads = e->threads;
     geo g;
     geometry(c, dir, threads, &g);
-    /* bwd_d with non-finite weights goes to gemm (see nconv__bwd_d_nonfinite_workspace);
-     * the row GEMM finds out while packing the weights, which reads them all anyway. */
-    if (g.dcols && !nconv__view_all_finite(e->w)) return nconv_algo_gemm.run(e);
-    const size_t ws_mark = e->ws->used;
+    /* bwd_d with non-finite weights is declined (see nconv__view_all_finite); the row GEMM
+     * finds out while packing the weights, which reads them all anyway. */
+    if (g.dcols && !nconv__view_all_finite(e->w)) return (nconv_status)NCONV__DECLINE_W;
+    /* w as igemm_pack made it: the row GEMM's panels */
+    const int prepacked = e->packed && dir != NCONV_DIR_BWD_W && !g.dcols;
     ws_sizes s;
     const unsigned copies = nconv__exec_copies(e);
     sizes(c, dir, threads, copies, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     int64_t *toff = nconv__arena_take(e->ws, s.w);
-    float *packed = nconv__arena_take(e->ws, s.packed);
+    float *packed = prepacked ? (float *)e->packed : nconv__arena_take(e->ws, s.packed);
     double *lanes_more = nconv__arena_take(e->ws, s.lanes);
     float *init = nconv__arena_take(e->ws, s.init), *zero = nconv__arena_take(e->ws, s.zero);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(s.scratch));
     if (!xb || !yb || !toff || !packed || !lanes_more || !init || !zero || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     memset(zero, 0, s.zero);
-    const nconv_kernels *k = nconv__kernels();
-    /* Offsets of each kernel tap in the caller's weight layout (read by wload, written by bwd_w). */
-    for (int64_t t = 0; t < g.KS; t++)
-        toff[t] = (t / (c->k[1] * c->k[2])) * e->w->stride[2] + ((t / c->k[2]) % c->k[1]) * e->w->stride[3] +
-                  (t % c->k[2]) * e->w->stride[4];
+    const nconv_kernels *k = e->k;
+    tap_offsets(c, e->w, toff);
 
     const float *x = NULL;
     if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
@@ -1377,7 +1394,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
 
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t taps = g.wfold ? g.ks_rows : g.KS, width = g.wfold ? c->k[2] * g.Cg : g.Cg;
-        const int64_t tiles = div_up(g.bw_swap ? width : g.Og, g.bw_mr);
+        const int64_t tiles = nconv__div_up(g.bw_swap ? width : g.Og, g.bw_mr);
         /* db's lanes on the way: from the packing of dy^T, or (swapped) from dy's rows in place,
          * or from the panels transposed from dy's NCHW planes */
         double *lanes = e->db_lanes;
@@ -1445,18 +1462,7 @@ static nconv_status igemm_run(const nconv_exec *e) {
     }
     job *jobs = nconv__arena_take(e->ws, s.jobs);
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
-    int64_t njobs;
-    if (dir == NCONV_DIR_FWD) {
-        for (int64_t gi = 0; gi < c->G; gi++) {
-            job *j = &jobs[gi];
-            memset(j, 0, sizeof *j);
-            j->g = gi, j->rows = c->N * g.OS, j->ks = g.ks_rows;
-            j->w = packed + gi * g.panels * g.ks_rows * g.kc * NR;
-        }
-        njobs = c->G;
-    } else {
-        njobs = make_bwd_d_jobs(c, &g, packed, jobs);
-    }
+    const int64_t njobs = make_jobs(c, &g, dir, packed, jobs);
     /* Weights of megabytes with few rows (deep layers): packed all at once they went out to
      * memory and every row block read them back (11-15% of res5b's layers in the packing
      * alone). Panel-major, a unit packs a range of panels and runs every row over them while
@@ -1468,13 +1474,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
                             max_rows * g.kc * (int64_t)sizeof(float) <= (4 << 20);
     int finite[NCONV_MAX_THREADS]; /* nconv__parallel runs at most this many threads */
     for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
-    if (!panel_major) {
+    if (!panel_major && !prepacked) {
         pack_ctx pc = {c, &g, dir, &ws_, jobs, njobs, finite};
         nconv__parallel(e, pack_task, &pc);
-        if (dir == NCONV_DIR_BWD_D && !all_set(finite)) {
-            e->ws->used = ws_mark; /* gemm's share of the workspace starts where ours did */
-            return nconv_algo_gemm.run(e);
-        }
+        if (dir == NCONV_DIR_BWD_D && !all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     }
     /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
      * each thread would stream all of w: their column panels are then shared out as well.
@@ -1485,10 +1488,10 @@ static nconv_status igemm_run(const nconv_exec *e) {
     if (panel_major) {
         int64_t per = (256 << 10) / panel_bytes, most = g.panels * njobs / (4 * threads);
         per = per > most ? most : per;
-        pgroups = div_up(g.panels, per < 2 ? 2 : per);
+        pgroups = nconv__div_up(g.panels, per < 2 ? 2 : per);
         for (int64_t i = 0; i < njobs; i++) jobs[i].units = 1;
     } else if (threads > 1 && blocks < PGROUP_UNITS * threads) {
-        pgroups = div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
+        pgroups = nconv__div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
     }
     if (pgroups > g.panels) pgroups = g.panels;
     for (int64_t i = 0; i < njobs; i++) {
@@ -1510,7 +1513,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
     row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
                   (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
                   planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
-                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch), panel_major, &ws_, finite};
+                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch), panel_major,
+                  prepacked ? NULL : &ws_, finite};
     const int width = nconv__parallel_width(e);
     int64_t u0 = 0; /* each share ends where the next begins: first_unit once per boundary */
     for (int t = 0; t < width; t++) {
@@ -1518,12 +1522,46 @@ static nconv_status igemm_run(const nconv_exec *e) {
         shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
-    if (dir == NCONV_DIR_BWD_D && panel_major && !all_set(finite)) {
-        e->ws->used = ws_mark; /* found while packing: gemm writes every output again (z may not alias it) */
-        return nconv_algo_gemm.run(e);
-    }
+    /* found while packing: the next algorithm writes every output again (z may not alias it) */
+    if (dir == NCONV_DIR_BWD_D && panel_major && !all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_igemm = {"igemm", igemm_applies, igemm_workspace, igemm_run, NULL, 1};
+/* Prepacked weights: the row GEMM's panels (fwd, bwd_d; not the thin-channel columns path).
+ * Their layout depends on channels, groups, kernel, stride and dilation only, not on the
+ * batch or the bands of a split. */
+static size_t igemm_pack_size(const nconv_core *c, nconv_direction dir, size_t *scratch) {
+    *scratch = 0;
+    if (dir == NCONV_DIR_BWD_W) return 0;
+    ws_sizes s;
+    sizes(c, dir, 1, 0, &s);
+    geo g;
+    geometry(c, dir, 1, &g);
+    if (g.dcols) return 0;
+    *scratch = 64 + nconv__ws_round(s.w) + nconv__ws_round(s.jobs); /* 64: the arena's alignment */
+    return s.packed;
+}
+
+static nconv_status igemm_pack(const nconv_exec *e, void *dst) {
+    const nconv_core *c = e->c;
+    geo g;
+    geometry(c, e->dir, e->threads, &g);
+    ws_sizes s;
+    sizes(c, e->dir, 1, 0, &s);
+    int64_t *toff = nconv__arena_take(e->ws, s.w);
+    job *jobs = nconv__arena_take(e->ws, s.jobs);
+    if (!toff || !jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: scratch too small for igemm's packing");
+    tap_offsets(c, e->w, toff);
+    const int64_t njobs = make_jobs(c, &g, e->dir, dst, jobs);
+    const wsrc w = {e->w, toff};
+    int finite[NCONV_MAX_THREADS];
+    for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+    pack_ctx pc = {c, &g, e->dir, &w, jobs, njobs, finite};
+    nconv__parallel(e, pack_task, &pc);
+    return e->dir == NCONV_DIR_BWD_D && !all_set(finite) ? (nconv_status)NCONV__DECLINE_W : NCONV_OK;
+}
+
+const nconv_algo nconv_algo_igemm = {.name = "igemm", .applies = igemm_applies, .workspace = igemm_workspace,
+                                     .run = igemm_run, .accumulates = 1, .declines = {0, NCONV__DECLINES_W, 0},
+                                     .pack_size = igemm_pack_size, .pack = igemm_pack};

@@ -35,8 +35,6 @@ enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: th
 enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per tile */
 enum { KGROUP = 8 };           /* 1x1: planes copied into B together (see run_task) */
 
-static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
 static void dims(const nconv_core *c, nconv_direction dir, int64_t *rows, int64_t *red) {
@@ -84,7 +82,7 @@ size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int thr
     }
     int64_t rows, red;
     dims(c, dir, &rows, &red);
-    const size_t apack = sizeof(float) * (size_t)(c->G * div_up(rows, MR) * MR * red);
+    const size_t apack = sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
     const size_t init = sizeof(float) * (size_t)(c->G * rows);
     return nconv__ws_round(apack) + nconv__ws_round(init) + (size_t)threads * nconv__ws_round(scratch_bytes(red));
 }
@@ -250,7 +248,7 @@ static void run_task(void *arg, int tid, int nthreads) {
                 const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
                 /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which
                  * share A's loads): with short reductions (raw audio: 10) the call was the cost. */
-                const int64_t np = div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
+                const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
                 pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc + q0, ldc, rinit, flags);
             }
         }
@@ -265,15 +263,15 @@ nconv_status nconv__planes_run(const nconv_exec *e) {
     planes_ctx pc;
     memset(&pc, 0, sizeof pc);
     pc.e = e;
-    pc.k = nconv__kernels();
+    pc.k = e->k;
     dims(c, e->dir, &pc.rows, &pc.red);
-    pc.tiles = div_up(pc.rows, MR);
+    pc.tiles = nconv__div_up(pc.rows, MR);
     pc.P = nconv__core_out_spatial(c);
     pc.gather = !is_1x1(c);
     const int64_t kb = pc.red < K_BLOCK ? pc.red : K_BLOCK;
     pc.pt = B_FLOATS / (kb * NR);
     if (pc.pt > 8) pc.pt = 8;
-    pc.blocks = div_up(pc.P, pc.pt * NR);
+    pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
     const int threads = e->threads;
     pc.apack = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
@@ -320,7 +318,7 @@ enum { BW_KC = 256, BW_BAND = 24, BW_SCRATCH = 4 << 20, BW_MAX_CHUNKS = 8 };
 /* Pixels per block: a multiple of 4 whose per-thread packing fits BW_SCRATCH (0: none does). */
 static int64_t bw_block(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G;
-    const int64_t per_k = (int64_t)sizeof(float) * (div_up(Og, MR) * MR + div_up(Cg, NR) * NR + BW_BAND);
+    const int64_t per_k = (int64_t)sizeof(float) * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND);
     int64_t kc = BW_SCRATCH / per_k;
     if (kc > BW_KC) kc = BW_KC;
     kc -= kc % 4;
@@ -343,7 +341,7 @@ static int64_t bw_chunks(const nconv_core *c) {
 /* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
 static size_t bw_scratch_bytes(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
-    return sizeof(float) * (size_t)(kc * (div_up(Og, MR) * MR + div_up(Cg, NR) * NR + BW_BAND));
+    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND));
 }
 
 typedef struct pbw_ctx {
@@ -452,7 +450,7 @@ static void pbw_task(void *arg, int tid, int nthreads) {
     if (b->split_rows) {
         nconv__split(b->otiles, tid, nthreads, &t0, &t1);
     } else {
-        nconv__split(div_up(b->cpanels, 2), tid, nthreads, &q0, &q1);
+        nconv__split(nconv__div_up(b->cpanels, 2), tid, nthreads, &q0, &q1);
         q0 *= 2, q1 = 2 * q1 < b->cpanels ? 2 * q1 : b->cpanels;
     }
     if (t0 >= t1 || q0 >= q1) return;
@@ -486,9 +484,9 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     pbw_ctx b;
     memset(&b, 0, sizeof b);
     b.e = e;
-    b.k = nconv__kernels();
+    b.k = e->k;
     b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
-    b.otiles = div_up(b.Og, MR), b.cpanels = div_up(b.Cg, NR), b.chunks = bw_chunks(c);
+    b.otiles = nconv__div_up(b.Og, MR), b.cpanels = nconv__div_up(b.Cg, NR), b.chunks = bw_chunks(c);
     b.split_rows = b.Og >= b.Cg;
     b.stride = nconv__ws_round(bw_scratch_bytes(c));
     b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(b.chunks * c->O * b.Cg));

@@ -56,4 +56,4 @@ static nconv_status ref_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-const nconv_algo nconv_algo_ref = {"ref", ref_applies, ref_workspace, ref_run, NULL, 0};
+const nconv_algo nconv_algo_ref = {.name = "ref", .applies = ref_applies, .workspace = ref_workspace, .run = ref_run};

@@ -43,8 +43,6 @@ enum { MAX_T = 120, MAX_KD = 64 }; /* tiles per block; depth taps */
 enum { KB = 128 };                 /* weight transform: reduction channels read together */
 enum { PF_ROWS = 4 };              /* weight transform: rows read ahead when rows are the far dimension */
 
-static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     const char *why = NULL;
     if (c->dt == NCONV_F64) why = "f64 problems run on the reference (f64 accumulation)";
@@ -117,23 +115,23 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo
     g->nh = axis_tiles(g->dst[1], g->dil[1], NULL);
     g->nw = axis_tiles(g->dst[2], g->dil[2], NULL);
     g->tiles = c->N * g->dst[0] * g->nh * g->nw;
-    g->panels = div_up(g->cols, NR);
+    g->panels = nconv__div_up(g->cols, NR);
     int64_t pmax = U_BUDGET / ((int64_t)sizeof(float) * XI * g->KD * (g->K > 0 ? g->K : 1) * NR);
     if (pmax < 1) pmax = 1;
-    g->chunks = div_up(g->panels, pmax);
+    g->chunks = nconv__div_up(g->panels, pmax);
     if (g->chunks < 1) g->chunks = 1;
-    g->cpanels = div_up(g->panels, g->chunks);
-    g->ldv = div_up(g->K, 8) * 8 + 8; /* + 8: rows a multiple of 4 KiB apart would share L1 sets */
+    g->cpanels = nconv__div_up(g->panels, g->chunks);
+    g->ldv = nconv__div_up(g->K, 8) * 8 + 8; /* + 8: rows a multiple of 4 KiB apart would share L1 sets */
     g->ldm = g->cpanels * NR + 8;
     g->T = BLOCK_BYTES / ((int64_t)sizeof(float) * XI * (g->KD * g->ldv + g->ldm));
     g->T -= g->T % MR;
     if (g->T > MAX_T) g->T = MAX_T;
     if (g->T < MR) g->T = MR;
-    if (g->tiles > 0 && g->T > div_up(g->tiles, MR) * MR) g->T = div_up(g->tiles, MR) * MR;
-    g->blocks = div_up(g->tiles, g->T);
+    if (g->tiles > 0 && g->T > nconv__div_up(g->tiles, MR) * MR) g->T = nconv__div_up(g->tiles, MR) * MR;
+    g->blocks = nconv__div_up(g->tiles, g->T);
     /* Few blocks (small images): threads share a block's column panels too. */
     g->pgroups = 1;
-    if (g->blocks > 0 && g->blocks < 4 * (int64_t)threads) g->pgroups = div_up(4 * (int64_t)threads, g->blocks);
+    if (g->blocks > 0 && g->blocks < 4 * (int64_t)threads) g->pgroups = nconv__div_up(4 * (int64_t)threads, g->blocks);
     if (g->pgroups > g->cpanels) g->pgroups = g->cpanels;
 }
 
@@ -154,7 +152,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     s->init = sizeof(float) * (size_t)(g.cols);
     s->shares = sizeof(nconv_share) * (size_t)threads;
     s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8) +
-                 sizeof(float *) * (size_t)(g.KD * g.T + div_up(g.T, MR) * g.KD * MR + XI + 16);
+                 sizeof(float *) * (size_t)(g.KD * g.T + nconv__div_up(g.T, MR) * g.KD * MR + XI + 16);
     if (s->scratch < sizeof(float) * KB * 9 * NR) s->scratch = sizeof(float) * KB * 9 * NR; /* wt_task's */
     return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->init) + nconv__ws_round(s->shares) +
@@ -190,7 +188,7 @@ static void wt_task(void *arg, int tid, int nthreads) {
     const wgeo *g = wc->g;
     const nconv_view *w = wc->w;
     /* The last chunk's panels past the last column are never read: not transformed. */
-    const int64_t left = div_up(g->cols, NR) - wc->p0, panels = left < g->cpanels ? left : g->cpanels;
+    const int64_t left = nconv__div_up(g->cols, NR) - wc->p0, panels = left < g->cpanels ? left : g->cpanels;
     const int64_t rows = panels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
     const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
     int64_t toff[9];
@@ -322,7 +320,7 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
             vrow[kd * T + tl] = v;
         }
     }
-    const int64_t rts = div_up(nt, MR);
+    const int64_t rts = nconv__div_up(nt, MR);
     for (int64_t rt = 0; rt < rts; rt++)
         for (int64_t kd = 0; kd < g->KD; kd++)
             for (int64_t r = 0; r < MR; r++) {
@@ -335,7 +333,7 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
 /* Block b's GEMMs and output transform for the chunk's panels [p0, p1). */
 static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, float *M, const float *const *a) {
     const wgeo *g = pc->g;
-    const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0, rts = div_up(nt, MR);
+    const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0, rts = nconv__div_up(nt, MR);
     /* The GEMMs: M[xi][tile][col] for the chunk's columns; two panels of U stay in cache over the
      * row tiles (the AVX-512 kernels share each load of A between two). */
     const int64_t uxs = g->cpanels * g->KD * g->K * NR, ws = g->KD * g->K * NR;
@@ -374,7 +372,7 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     float *V = (float *)(pc->scratch + (size_t)tid * pc->scratch_stride), *M = V + XI * g->T * g->KD * g->ldv;
     float *poison = pipe_poison(pc, tid);
     const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
-    const int64_t np = div_up(pc->on, NR);
+    const int64_t np = nconv__div_up(pc->on, NR);
     int64_t have = -1;
     for (int64_t u; (u = nconv__share_claim(pc->shares, tid, nthreads)) >= 0;) {
         const int64_t b = u / g->pgroups, q = u % g->pgroups;
@@ -405,7 +403,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
     memset(zero, 0, s.zero);
     axis_tiles(g.dst[1], g.dil[1], org);
     axis_tiles(g.dst[2], g.dil[2], org + g.nh);
-    const nconv_kernels *k = nconv__kernels();
+    const nconv_kernels *k = e->k;
 
     const float *src = nconv__nxc_input(e, bwd ? e->y : e->x, srcb);
     const nconv_view *out = bwd ? e->x : e->y;
@@ -426,15 +424,19 @@ static nconv_status fwd_run(const nconv_exec *e) {
         nconv__parallel(e, wt_task, &wc);
         int ok = 1;
         for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
+        if (!ok) {
+            e->ws->used = mark;
+            return (nconv_status)NCONV__DECLINE_W;
+        }
         for (int i = 0; ch == 0 && i < threads; i++) memset(pipe_poison(&pc, i), 0, 8 * sizeof(float));
         nconv__share_split(shares, g.blocks * g.pgroups, nconv__parallel_width(e));
-        if (ok) nconv__parallel(e, pipe_task, &pc);
+        nconv__parallel(e, pipe_task, &pc);
         /* The first chunk transformed every input patch: its poison tells whether the input is finite. */
-        for (int i = 0; ok && ch == 0 && i < threads; i++)
+        for (int i = 0; ch == 0 && i < threads; i++)
             for (int l = 0; l < 8; l++) ok &= pipe_poison(&pc, i)[l] == 0.0f;
         if (!ok) {
             e->ws->used = mark;
-            return nconv_algo_igemm.run(e);
+            return (nconv_status)NCONV__DECLINE_DATA;
         }
     }
     if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
@@ -472,23 +474,23 @@ typedef struct bgeo {
 static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
     geometry(c, NCONV_DIR_FWD, threads, &b->g);
     const int64_t KD = b->g.KD;
-    b->CP = div_up(c->C, NR), b->ldc = b->CP * NR;
+    b->CP = nconv__div_up(c->C, NR), b->ldc = b->CP * NR;
     int64_t ob = U_BUDGET / ((int64_t)sizeof(float) * KD * XI * b->ldc);
     ob -= ob % MR;
     if (ob < MR) ob = MR;
-    const int64_t chunks = div_up(c->O, ob);
-    b->ob = div_up(div_up(c->O, chunks > 0 ? chunks : 1), MR) * MR;
+    const int64_t chunks = nconv__div_up(c->O, ob);
+    b->ob = nconv__div_up(nconv__div_up(c->O, chunks > 0 ? chunks : 1), MR) * MR;
     int64_t T = BW_BYTES / ((int64_t)sizeof(float) * KD * XI * b->ldc);
     const int64_t tz = BW_BYTES / ((int64_t)sizeof(float) * XI * b->ob);
     if (tz < T) T = tz;
     if (T > BW_MAX_T) T = BW_MAX_T;
     b->sl = b->g.tiles >= BW_SLICES * BW_SLICE_TILES ? BW_SLICES : 1;
-    b->tps = div_up(b->g.tiles, b->sl);
+    b->tps = nconv__div_up(b->g.tiles, b->sl);
     if (T < 1) T = 1;
-    b->steps = div_up(b->tps, T);
+    b->steps = nconv__div_up(b->tps, T);
     /* Sliced, even blocks (res3b, 4 tiles left over per slice: 10-15% slower); one slice keeps the
      * full first blocks (res4b, 113 + 15 tiles against 64 + 64: 10% faster). Measured, not modelled. */
-    if (b->sl > 1) T = div_up(b->tps, b->steps);
+    if (b->sl > 1) T = nconv__div_up(b->tps, b->steps);
     else if (T > b->tps) T = b->tps;
     b->T = T > 1 ? T : 1;
 }
@@ -582,7 +584,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
 static void bw_gemm_task(void *arg, int tid, int nthreads) {
     const bw_ctx *bc = arg;
     const bgeo *b = bc->b;
-    const int64_t T = b->T, blocks = div_up(bc->on, MR), C = bc->c->C, units = b->g.KD * XI;
+    const int64_t T = b->T, blocks = nconv__div_up(bc->on, MR), C = bc->c->C, units = b->g.KD * XI;
     for (int64_t u; (u = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int64_t p = u / units, kd = u % units / XI, xi = u % XI, nt = bc->nt[p];
         if (nt == 0) continue;
@@ -660,7 +662,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     memset(zero, 0, s.zero);
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
-    bw_ctx bc = {c, &b, nconv__kernels(), nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
+    bw_ctx bc = {c, &b, e->k, nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
                  org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, e->accumulate,
                  shares, scratch, nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
@@ -692,7 +694,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
                 for (int l = 0; l < 8; l++) ok &= bw_poison(&bc, i)[l] == 0.0f;
             if (!ok) {
                 e->ws->used = mark;
-                return nconv_algo_igemm.run(e);
+                return (nconv_status)NCONV__DECLINE_DATA;
             }
             nconv__share_split(shares, b.sl * b.g.KD * XI, width);
             nconv__parallel(e, bw_gemm_task, &bc);
@@ -702,16 +704,16 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-/* Calls with Inf or NaN go to igemm, in the same workspace. */
 static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     ws_sizes s;
     struct bw_sizes b;
-    const size_t own = dir == NCONV_DIR_BWD_W ? bw_sizes(c, threads, copies, &b) : sizes(c, dir, threads, copies, &s);
-    const size_t other = nconv_algo_igemm.workspace(c, dir, threads, copies);
-    return own > other ? own : other;
+    return dir == NCONV_DIR_BWD_W ? bw_sizes(c, threads, copies, &b) : sizes(c, dir, threads, copies, &s);
 }
 
 static nconv_status wino_run(const nconv_exec *e) { return e->dir == NCONV_DIR_BWD_W ? bwd_w_run(e) : fwd_run(e); }
 
-/* Non-finite calls go to igemm, which accumulates too. */
-const nconv_algo nconv_algo_winograd = {"winograd", wino_applies, wino_workspace, wino_run, wino_preferred, 1};
+/* Calls with Inf or NaN are declined (see the top of this file). */
+const nconv_algo nconv_algo_winograd = {.name = "winograd", .applies = wino_applies, .workspace = wino_workspace,
+                                        .run = wino_run, .preferred = wino_preferred, .accumulates = 1,
+                                        .declines = {NCONV__DECLINES_W | NCONV__DECLINES_DATA,
+                                                     NCONV__DECLINES_W | NCONV__DECLINES_DATA, NCONV__DECLINES_DATA}};

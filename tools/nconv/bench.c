@@ -1,9 +1,11 @@
 /*
  * nconv bench: times each problem and direction from the plain user layout
  * (every internal transform included): one warm-up run, then repeated runs
- * until MIN_RUNS and MIN_SECONDS are both reached; reports the median. The
- * oneDNN peer runs between two halves of nconv's runs, and its median is
- * reported beside.
+ * until MIN_RUNS and MIN_SECONDS are both reached; reports the median. Each
+ * is timed twice: as one-shot calls (ms) and through a plan made beforehand
+ * whose weights were given once (plan_ms: forward and bwd_d run on packed
+ * weights; bwd_w has none to give). The oneDNN peer runs between two halves
+ * of nconv's runs, and its median is reported beside.
  * With no problem given it runs the embedded default suite.
  */
 #include "cli.h"
@@ -50,17 +52,20 @@ static const char *const dir_names[3] = {"fwd", "bwd_d", "bwd_w"};
 
 /* Per direction and layout: sums for the summary lines. */
 typedef struct totals {
-    double ms, flops, onednn_ms_paired, ms_paired, log_ratio;
+    double ms, flops, onednn_ms_paired, ms_paired, log_ratio, plan_ms, plan_ms_paired, log_plan_ratio;
     int n_ratio;
 } totals;
 
-/* Runs of one problem and direction appended to times from index n, at
- * least MIN_RUNS of them and seconds in all; returns the new count. */
-static int time_runs(nconv_context *ctx, run_data *d, int dir, double seconds, double *times, int n) {
+/* Runs of one problem and direction (through plan, or one-shot calls where it is NULL)
+ * appended to times from index n, at least MIN_RUNS of them and seconds in all; returns the
+ * new count. */
+static int time_runs(nconv_context *ctx, run_data *d, int dir, const nconv_plan *plan, double seconds, double *times,
+                     int n) {
     double spent = 0;
     for (int k = 0; n < 2 * MAX_RUNS && (k < MIN_RUNS || spent < seconds); k++, n++) {
         const double t0 = now_seconds();
-        run_dir(ctx, d, dir);
+        if (plan) run_plan(plan, d, dir);
+        else run_dir(ctx, d, dir);
         times[n] = now_seconds() - t0;
         spent += times[n];
     }
@@ -220,12 +225,12 @@ int cmd_bench(int argc, char **argv) {
     int nlayouts = 2;
     if (o.layout_set) layouts[0] = o.layout, nlayouts = 1;
     if (csv) {
-        printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio\n");
+        printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio\n");
     } else {
         printf("# threads %d, FMA peak %.1f GFLOP/s (measured), oneDNN peer: %s\n", o.threads, peak,
                peer ? "yes" : "not built in");
-        printf("%-26s %-5s %-6s %9s %8s %6s %-8s %9s %-22s %6s\n", "name", "dir", "layout", "ms", "GFLOP/s", "%peak",
-               "algo", "onednn_ms", "onednn_impl", "ratio");
+        printf("%-26s %-5s %-6s %9s %8s %6s %-8s %9s %-22s %6s %9s %6s\n", "name", "dir", "layout", "ms", "GFLOP/s",
+               "%peak", "algo", "onednn_ms", "onednn_impl", "ratio", "plan_ms", "p_rat");
     }
     int failures = 0;
     totals tot[3][2];
@@ -248,15 +253,18 @@ int cmd_bench(int argc, char **argv) {
             for (int li = 0; li < nlayouts; li++) {
                 run_data d;
                 const char *algo = "?";
+                nconv_plan *plan = NULL;
                 if (run_data_init(&d, &cp->p, layouts[li], 7 + k)) {
                     fprintf(stderr, "nconv: %s %s: cannot allocate the operands (out of memory)\n", desc,
                             dir_names[dir]);
                     failures++;
                     continue;
                 }
-                if (run_dir(ctx, &d, dir) || nconv_algorithm_chosen(ctx, &cp->p, core_dir(&cp->p, dir), &algo)) {
+                if (run_dir(ctx, &d, dir) || run_plan_create(ctx, &d, dir, layouts[li], &plan) ||
+                    run_plan(plan, &d, dir) || nconv_plan_algorithm(plan, core_dir(&cp->p, dir), &algo)) {
                     fprintf(stderr, "nconv: %s %s: %s\n", desc, dir_names[dir], nconv_last_error());
                     failures++;
+                    nconv_plan_destroy(plan);
                     run_data_free(&d);
                     continue;
                 }
@@ -266,8 +274,10 @@ int cmd_bench(int argc, char **argv) {
                  * execution, taking the cores from whatever runs next (measured:
                  * nconv 1.45x slower at 2 threads right after oneDNN), so nconv
                  * resumes only after a pause. */
-                double times[2 * MAX_RUNS], dnnl_times[MAX_RUNS];
-                int n = time_runs(ctx, &d, dir, MIN_SECONDS / 2, times, 0), nd = 0, have_peer = dnnl != NULL;
+                /* The plan's runs (prepacked weights) sit between the one-shot calls and the peer. */
+                double times[2 * MAX_RUNS], plan_times[2 * MAX_RUNS], dnnl_times[MAX_RUNS];
+                int n = time_runs(ctx, &d, dir, NULL, MIN_SECONDS / 2, times, 0), nd = 0, have_peer = dnnl != NULL;
+                int np = time_runs(ctx, &d, dir, plan, MIN_SECONDS / 2, plan_times, 0);
                 if (have_peer) {
                     double spent = 0;
                     have_peer = !onednn_run(dnnl); /* warm-up */
@@ -279,24 +289,31 @@ int cmd_bench(int argc, char **argv) {
                     }
                     pause_seconds(PEER_PAUSE);
                 }
-                n = time_runs(ctx, &d, dir, MIN_SECONDS / 2, times, n);
+                np = time_runs(ctx, &d, dir, plan, MIN_SECONDS / 2, plan_times, np);
+                n = time_runs(ctx, &d, dir, NULL, MIN_SECONDS / 2, times, n);
+                nconv_plan_destroy(plan);
                 run_data_free(&d);
                 const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
+                const double plan_ms = 1e3 * median(plan_times, np);
                 const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, nd) : 0;
                 const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
+                const double plan_ratio = have_peer ? dnnl_ms / plan_ms : 0;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
                 totals *t = &tot[dir][li];
-                t->ms += ms, t->flops += flops;
-                if (have_peer) t->onednn_ms_paired += dnnl_ms, t->ms_paired += ms, t->log_ratio += log(ratio), t->n_ratio++;
+                t->ms += ms, t->flops += flops, t->plan_ms += plan_ms;
+                if (have_peer) {
+                    t->onednn_ms_paired += dnnl_ms, t->ms_paired += ms, t->log_ratio += log(ratio), t->n_ratio++;
+                    t->plan_ms_paired += plan_ms, t->log_plan_ratio += log(plan_ratio);
+                }
                 if (csv) {
                     printf("%s,%s,%s,%s,%d,%s,%.4f,%.2f,", cp->name, desc, dir_names[dir], lname, o.threads, algo, ms, gf);
                     if (peak > 0) printf("%.1f", pct);
-                    if (have_peer) printf(",%.4f,%s,%.3f\n", dnnl_ms, impl, ratio);
-                    else printf(",,,\n");
+                    if (have_peer) printf(",%.4f,%s,%.3f,%.4f,%.3f\n", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
+                    else printf(",,,,%.4f,\n", plan_ms);
                 } else {
                     printf("%-26s %-5s %-6s %9.3f %8.2f %6.1f %-8s", cp->name, dir_names[dir], lname, ms, gf, pct, algo);
-                    if (have_peer) printf(" %9.3f %-22s %6.2f\n", dnnl_ms, impl, ratio);
-                    else printf(" %9s %-22s %6s\n", "-", "-", "-");
+                    if (have_peer) printf(" %9.3f %-22s %6.2f %9.3f %6.2f\n", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
+                    else printf(" %9s %-22s %6s %9.3f %6s\n", "-", "-", "-", plan_ms, "-");
                 }
                 fflush(stdout);
             }
@@ -308,11 +325,13 @@ int cmd_bench(int argc, char **argv) {
             for (int li = 0; li < nlayouts; li++) {
                 const totals *t = &tot[dir][li];
                 if (t->ms <= 0) continue;
-                printf("# %-5s %s: total %.3f ms, %.2f GFLOP/s", dir_names[dir],
-                       layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw", t->ms, t->flops / (t->ms * 1e-3) * 1e-9);
+                printf("# %-5s %s: total %.3f ms (planned %.3f), %.2f GFLOP/s", dir_names[dir],
+                       layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw", t->ms, t->plan_ms,
+                       t->flops / (t->ms * 1e-3) * 1e-9);
                 if (t->n_ratio)
-                    printf("; vs oneDNN: geomean ratio %.3f, total-time ratio %.3f", exp(t->log_ratio / t->n_ratio),
-                           t->onednn_ms_paired / t->ms_paired);
+                    printf("; vs oneDNN: geomean ratio %.3f, total-time ratio %.3f; planned: %.3f, %.3f",
+                           exp(t->log_ratio / t->n_ratio), t->onednn_ms_paired / t->ms_paired,
+                           exp(t->log_plan_ratio / t->n_ratio), t->onednn_ms_paired / t->plan_ms_paired);
                 printf("\n");
             }
     nconv_context_destroy(ctx);

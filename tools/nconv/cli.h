@@ -170,6 +170,10 @@ int run_data_init(run_data *d, const nconv_problem *p, nconv_layout layout, uint
 void run_data_free(run_data *d);
 /* dir 0: y = conv(x, w) + b; 1: dx; 2: dw and db. */
 nconv_status run_dir(nconv_context *ctx, run_data *d, int dir);
+/* A plan of direction dir of d for activations in `layout`: forward and dx with d's weights
+ * (and bias) given once, dw and db with none; and one execution of it, as run_dir computes. */
+nconv_status run_plan_create(nconv_context *ctx, run_data *d, int dir, nconv_layout layout, nconv_plan **plan);
+nconv_status run_plan(const nconv_plan *plan, run_data *d, int dir);
 /* User direction -> the core direction its algorithms run (transposed swaps fwd and bwd_d). */
 nconv_direction core_dir(const nconv_problem *p, int dir);
 

@@ -78,6 +78,28 @@ nconv_status run_dir(nconv_context *ctx, run_data *d, int dir) {
     }
 }
 
+nconv_status run_plan_create(nconv_context *ctx, run_data *d, int dir, nconv_layout layout, nconv_plan **plan) {
+    nconv_plan_desc desc;
+    nconv_plan_desc_init(&desc, dir == 0 ? NCONV_OP_FORWARD : NCONV_OP_BACKWARD);
+    if (dir == 1) desc.outputs = NCONV_OUT_DX;
+    if (dir == 2) desc.outputs = NCONV_OUT_DW | NCONV_OUT_DB;
+    desc.layout = layout;
+    nconv_status st = nconv_plan_create(ctx, &d->p, &desc, plan);
+    if (!st && dir < 2 && (st = nconv_plan_set_weights(*plan, &d->w.t, dir == 0 ? &d->b.t : NULL))) {
+        nconv_plan_destroy(*plan);
+        *plan = NULL;
+    }
+    return st;
+}
+
+nconv_status run_plan(const nconv_plan *plan, run_data *d, int dir) {
+    nconv_variant_pack v = {0};
+    if (dir == 0) v.x = &d->x.t, v.y = &d->y.t;
+    else if (dir == 1) v.dy = &d->dy.t, v.dx = &d->dx.t;
+    else v.x = &d->x.t, v.dy = &d->dy.t, v.dw = &d->dw.t, v.db = &d->db.t;
+    return nconv_plan_execute(plan, &v);
+}
+
 nconv_direction core_dir(const nconv_problem *p, int dir) {
     if (dir == 2) return NCONV_DIR_BWD_W;
     if (p->transposed) return dir == 0 ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
