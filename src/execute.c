@@ -503,7 +503,7 @@ nconv_status nconv__bwd_run(nconv_context *ctx, const nconv_oplan *o, const ncon
 size_t nconv__oplan_pack_size(const nconv_oplan *o, nconv_direction dir, size_t *scratch) {
     const nconv_algo *a = o->algo[dir];
     *scratch = 0;
-    return a && a->pack_size ? a->pack_size(&o->c, dir, scratch) : 0;
+    return a && a->pack_size ? a->pack_size(&o->c, dir, o->threads, scratch) : 0;
 }
 
 nconv_status nconv__oplan_pack(nconv_context *ctx, const nconv_oplan *o, nconv_direction dir, const nconv_tensor *w,

@@ -292,10 +292,11 @@ typedef struct nconv_algo {
     /* Per direction, the NCONV__DECLINES_* reasons for which run may decline. */
     unsigned declines[3];
     /* Prepacked weights (NULL, or 0 bytes: the algorithm reads w in every run): the bytes
-     * of w's packed form for (c, dir), the same for every piece of a split of c, and in
-     * *scratch those pack takes from e->ws. pack writes it from e->w into dst; it may
-     * decline as run does (the packed form is then not used). */
-    size_t (*pack_size)(const nconv_core *c, nconv_direction dir, size_t *scratch);
+     * of w's packed form for (c, dir), the same for every piece of a split of c and any
+     * batch, and in *scratch those pack takes from e->ws at `threads`. pack writes it from
+     * e->w into dst (64-byte aligned); it may decline as run does (the packed form is then
+     * not used). */
+    size_t (*pack_size)(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch);
     nconv_status (*pack)(const nconv_exec *e, void *dst);
 } nconv_algo;
 

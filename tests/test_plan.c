@@ -432,8 +432,12 @@ int main(void) {
     nconv_problem deep = conv2d(1, 512, 512, 1, 4, 3, 1); /* 9 MiB of weights, few rows: panel-major */
     nconv_problem s2 = conv2d(2, 24, 16, 1, 11, 3, 2), tr = conv2d(2, 16, 24, 1, 6, 4, 2);
     tr.transposed = 1, tr.pad_begin[0] = tr.pad_begin[1] = tr.pad_end[0] = tr.pad_end[1] = 1;
+    nconv_problem tr3 = conv2d(2, 16, 24, 1, 7, 3, 1); /* Winograd's bwd_d: flipped, transposed U */
+    tr3.transposed = 1;
     test_forward("dense nhwc", &dense, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("dense nhwc heuristic", &dense, NCONV_LAYOUT_NXC, NULL, 1);
+    test_forward("winograd nhwc", &dense, NCONV_LAYOUT_NXC, "winograd", 1);
+    test_forward("winograd transposed", &tr3, NCONV_LAYOUT_NXC, "winograd", 1);
     test_forward("dense nchw", &dense, NCONV_LAYOUT_NCX, NULL, 1);
     test_forward("1x1 nhwc", &pw, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("deep nhwc", &deep, NCONV_LAYOUT_NXC, "igemm", 1);

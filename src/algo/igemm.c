@@ -121,11 +121,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, geo 
     }
     /* Rows one pixel apart are C floats apart: with taps, a multiple of 4 KiB
      * maps the six rows of a tile to one L1 set, which copying them (padded)
-     * into scratch avoids. 1x1 rows are read in place; from 1 KiB on the next
-     * tile's are fetched while a tile computes (a copy of the block first was
-     * 22% of res2a_expand's bwd_d, with nothing to overlap it; prefetched
-     * instead, 1x1 layers of 256-1024 channels ran 5-13% faster at 1 and 2
-     * threads; narrower rows gained nothing from either). */
+     * into scratch avoids. 1x1 rows are read in place, each used once per
+     * block, so a copy would have nothing to overlap it; from 1 KiB on the
+     * next tile's rows are fetched while a tile computes instead (narrower
+     * rows gain nothing from either; BENCHMARKS.md, design measurements). */
     const int64_t src_ch = dir == NCONV_DIR_BWD_D ? c->O : c->C;
     g->pack_a = dir != NCONV_DIR_BWD_W && g->panels > 1 && g->ks_rows > 1 && (src_ch * 4) % 4096 == 0;
     g->prefetch_a = dir != NCONV_DIR_BWD_W && g->ks_rows == 1 && src_ch >= 256;
@@ -431,9 +430,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
         /* A tile that fits in L1 stays there while every panel of w streams
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
          * stays while the tiles stream. So do up to 4 panels longer than
-         * L1 holds (256 channels into 64: tiles streamed past each pair ran
-         * res2b_reduce's fwd and res2a_expand's bwd_d 13-30% faster; with
-         * more panels, each re-reading the tiles, slower). */
+         * L1 holds (a few panels re-read the tiles little; more re-read them
+         * more than keeping w costs). */
         const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * j->ks * kcc * NR;
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10) &&
                                !(p1 - p0 <= 4 && wbytes > (32 << 10));
@@ -690,7 +688,7 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
     /* Channels-last weights (OHWI) give each (row, tap) its own line, 2 KiB apart for 512
      * channels: no hardware prefetcher follows that across pages, and weights of megabytes
      * come from L3 or memory. The next block of rows is fetched while this one is copied
-     * (res5b_3x3's bwd_d 8% faster at 1 thread, 7% at 2; OIHW rows read runs of taps, prefetched). */
+     * (OIHW rows read runs of taps, which the prefetchers follow). */
     const int64_t ahead = cs == 1 && g->Og * g->KS * g->Cg >= (512 << 10) ? KROWS : 0;
     const float *wf = (const float *)v->data + j->g * g->Og * v->stride[0];
     float *const packed = (float *)j->w;
@@ -1463,10 +1461,9 @@ static nconv_status igemm_run(const nconv_exec *e) {
     job *jobs = nconv__arena_take(e->ws, s.jobs);
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     const int64_t njobs = make_jobs(c, &g, dir, packed, jobs);
-    /* Weights of megabytes with few rows (deep layers): packed all at once they went out to
-     * memory and every row block read them back (11-15% of res5b's layers in the packing
-     * alone). Panel-major, a unit packs a range of panels and runs every row over them while
-     * they are in L2. */
+    /* Weights of megabytes with few rows (deep layers): packed all at once they would go out
+     * to memory and every row block would read them back. Panel-major, a unit packs a range
+     * of panels (or, prepacked, reads it) and runs every row over them while they are in L2. */
     const int64_t panel_bytes = (int64_t)sizeof(float) * g.ks_rows * g.kc * NR;
     int64_t max_rows = 0;
     for (int64_t i = 0; i < njobs; i++) max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
@@ -1531,7 +1528,8 @@ static nconv_status igemm_run(const nconv_exec *e) {
 /* Prepacked weights: the row GEMM's panels (fwd, bwd_d; not the thin-channel columns path).
  * Their layout depends on channels, groups, kernel, stride and dilation only, not on the
  * batch or the bands of a split. */
-static size_t igemm_pack_size(const nconv_core *c, nconv_direction dir, size_t *scratch) {
+static size_t igemm_pack_size(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch) {
+    (void)threads;
     *scratch = 0;
     if (dir == NCONV_DIR_BWD_W) return 0;
     ws_sizes s;

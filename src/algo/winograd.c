@@ -389,9 +389,9 @@ static nconv_status fwd_run(const nconv_exec *e) {
     const int bwd = e->dir == NCONV_DIR_BWD_D, threads = e->threads;
     wgeo g;
     geometry(c, e->dir, threads, &g);
-    const size_t mark = e->ws->used;
     ws_sizes s;
     sizes(c, e->dir, threads, nconv__exec_copies(e), &s);
+    const float *packed = e->packed; /* every chunk's U, see wino_pack */
     float *srcb = nconv__arena_take(e->ws, s.src), *dstb = nconv__arena_take(e->ws, s.dst);
     float *u = nconv__arena_take(e->ws, s.u), *zero = nconv__arena_take(e->ws, s.zero);
     float *init = nconv__arena_take(e->ws, s.init);
@@ -419,14 +419,15 @@ static nconv_status fwd_run(const nconv_exec *e) {
         pc.o0 = ch * g.cpanels * NR;
         if (pc.o0 >= g.cols) break;
         pc.on = g.cols - pc.o0 < g.cpanels * NR ? g.cols - pc.o0 : g.cpanels * NR;
-        for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
-        wt_ctx wc = {&g, k, e->w, bwd, ch * g.cpanels, u, finite, scratch, pc.scratch_stride};
-        nconv__parallel(e, wt_task, &wc);
         int ok = 1;
-        for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
-        if (!ok) {
-            e->ws->used = mark;
-            return (nconv_status)NCONV__DECLINE_W;
+        if (packed) {
+            pc.u = packed + ch * (int64_t)(s.u / sizeof(float));
+        } else {
+            for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+            wt_ctx wc = {&g, k, e->w, bwd, ch * g.cpanels, u, finite, scratch, pc.scratch_stride};
+            nconv__parallel(e, wt_task, &wc);
+            for (int i = 0; i < threads && i < NCONV_MAX_THREADS; i++) ok &= finite[i];
+            if (!ok) return (nconv_status)NCONV__DECLINE_W;
         }
         for (int i = 0; ch == 0 && i < threads; i++) memset(pipe_poison(&pc, i), 0, 8 * sizeof(float));
         nconv__share_split(shares, g.blocks * g.pgroups, nconv__parallel_width(e));
@@ -434,10 +435,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
         /* The first chunk transformed every input patch: its poison tells whether the input is finite. */
         for (int i = 0; ch == 0 && i < threads; i++)
             for (int l = 0; l < 8; l++) ok &= pipe_poison(&pc, i)[l] == 0.0f;
-        if (!ok) {
-            e->ws->used = mark;
-            return (nconv_status)NCONV__DECLINE_DATA;
-        }
+        if (!ok) return (nconv_status)NCONV__DECLINE_DATA;
     }
     if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
     return NCONV_OK;
@@ -642,7 +640,6 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     const int threads = e->threads;
     bgeo b;
     bw_geometry(c, threads, &b);
-    const size_t mark = e->ws->used;
     struct bw_sizes s;
     bw_sizes(c, threads, nconv__exec_copies(e), &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.dy);
@@ -692,10 +689,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
             int ok = 1;
             for (int i = 0; i < threads; i++)
                 for (int l = 0; l < 8; l++) ok &= bw_poison(&bc, i)[l] == 0.0f;
-            if (!ok) {
-                e->ws->used = mark;
-                return (nconv_status)NCONV__DECLINE_DATA;
-            }
+            if (!ok) return (nconv_status)NCONV__DECLINE_DATA;
             nconv__share_split(shares, b.sl * b.g.KD * XI, width);
             nconv__parallel(e, bw_gemm_task, &bc);
         }
@@ -712,8 +706,42 @@ static size_t wino_workspace(const nconv_core *c, nconv_direction dir, int threa
 
 static nconv_status wino_run(const nconv_exec *e) { return e->dir == NCONV_DIR_BWD_W ? bwd_w_run(e) : fwd_run(e); }
 
+/* Prepacked weights (fwd, bwd_d): U of every output-channel chunk, one after another. Its
+ * layout depends on channels and depth taps only, not on the batch or a split's bands. */
+static size_t wino_pack_size(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch) {
+    *scratch = 0;
+    if (dir == NCONV_DIR_BWD_W) return 0;
+    wgeo g;
+    geometry(c, dir, threads, &g);
+    ws_sizes s;
+    sizes(c, dir, threads, 0, &s);
+    *scratch = 64 + (size_t)threads * nconv__ws_round(sizeof(float) * KB * 9 * NR); /* 64: the arena's alignment */
+    return (size_t)g.chunks * s.u;
+}
+
+static nconv_status wino_pack(const nconv_exec *e, void *dst) {
+    wgeo g;
+    geometry(e->c, e->dir, e->threads, &g);
+    ws_sizes s;
+    sizes(e->c, e->dir, e->threads, 0, &s);
+    const size_t stride = nconv__ws_round(sizeof(float) * KB * 9 * NR);
+    char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * stride);
+    if (!scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: scratch too small for winograd's packing");
+    int finite[NCONV_MAX_THREADS];
+    for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+    for (int64_t ch = 0; ch < g.chunks && ch * g.cpanels * NR < g.cols; ch++) {
+        wt_ctx wc = {&g, e->k, e->w, e->dir == NCONV_DIR_BWD_D, ch * g.cpanels,
+                     (float *)dst + ch * (int64_t)(s.u / sizeof(float)), finite, scratch, stride};
+        nconv__parallel(e, wt_task, &wc);
+    }
+    for (int i = 0; i < NCONV_MAX_THREADS; i++)
+        if (!finite[i]) return (nconv_status)NCONV__DECLINE_W;
+    return NCONV_OK;
+}
+
 /* Calls with Inf or NaN are declined (see the top of this file). */
 const nconv_algo nconv_algo_winograd = {.name = "winograd", .applies = wino_applies, .workspace = wino_workspace,
                                         .run = wino_run, .preferred = wino_preferred, .accumulates = 1,
+                                        .pack_size = wino_pack_size, .pack = wino_pack,
                                         .declines = {NCONV__DECLINES_W | NCONV__DECLINES_DATA,
                                                      NCONV__DECLINES_W | NCONV__DECLINES_DATA, NCONV__DECLINES_DATA}};
