@@ -385,7 +385,7 @@ nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, 
     nconv_core c;
     nconv__core_from_problem(p, &c);
     const nconv_algo *a;
-    if ((st = nconv__choose(ctx, &c, dir, &a))) return st;
+    if ((st = nconv__choose(ctx, &c, dir, NCONV_COPY_BOTH, &a))) return st;
     *name = a->name;
     return NCONV_OK;
 }

@@ -141,7 +141,7 @@ static nconv_status choose_dir(nconv_context *ctx, nconv_oplan *o, nconv_directi
                                size_t *one, size_t *least) {
     const nconv_algo *a = keep ? o->algo[dir] : NULL;
     nconv_status st;
-    if (!a && (st = nconv__choose(ctx, &o->c, dir, &a))) return st;
+    if (!a && (st = nconv__choose(ctx, &o->c, dir, o->copies[dir], &a))) return st;
     *one = nconv__split_choose(a, &o->c, dir, o->copies[dir], budget, &o->split[dir], least);
     if (!keep && nconv__ctx_benchmarks(ctx)) {
         nconv_piece first;
@@ -230,7 +230,7 @@ static nconv_status run_piece(const nconv_oplan *o, const char *op, nconv_exec *
         if (e->db_done) *e->db_done = 0;
         st = a->run(e);
         e->ws->used = used;
-        if (st != (nconv_status)NCONV__DECLINE_W && st != (nconv_status)NCONV__DECLINE_DATA) break;
+        if (!nconv__declined(st)) break;
         a = nconv__algo_next(a, e->c, e->dir, st, e->accumulate);
         e->packed = NULL; /* packed for the algorithm that declined */
     }

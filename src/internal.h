@@ -273,10 +273,15 @@ unsigned nconv__exec_copies(const nconv_exec *e);
  * declines this call's operands, and the planner hands it to the next applicable
  * algorithm of the list that does not decline for the same reason. */
 enum {
-    NCONV__DECLINE_W = 100,   /* weights with Inf or NaN */
-    NCONV__DECLINE_DATA = 101 /* activations with Inf or NaN */
+    NCONV__DECLINE_W = 100,     /* weights with Inf or NaN */
+    NCONV__DECLINE_DATA = 101,  /* activations with Inf or NaN */
+    NCONV__DECLINE_LAYOUT = 102 /* activations not in the layout the algorithm reads */
 };
-enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2 }; /* nconv_algo.declines bits */
+enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2, NCONV__DECLINES_LAYOUT = 4 }; /* nconv_algo.declines bits */
+static inline int nconv__declined(nconv_status st) {
+    return st == (nconv_status)NCONV__DECLINE_W || st == (nconv_status)NCONV__DECLINE_DATA ||
+           st == (nconv_status)NCONV__DECLINE_LAYOUT;
+}
 
 typedef struct nconv_algo {
     const char *name;
@@ -298,22 +303,22 @@ typedef struct nconv_algo {
      * not used). */
     size_t (*pack_size)(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch);
     nconv_status (*pack)(const nconv_exec *e, void *dst);
+    /* Whether a call planned with the channels-last copies in `copies` may suit it (NULL:
+     * any); the heuristic passes over it where not. */
+    int (*suits)(unsigned copies);
 } nconv_algo;
 
 extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_grouped;
 extern const nconv_algo nconv_algo_winograd;
+extern const nconv_algo nconv_algo_igemm_planes;
+extern const nconv_algo nconv_algo_igemm_cols;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
 
-/* igemm's path for NCHW f32 planes (src/algo/igemm_planes.c):
- * whether the problem has the shape, whether the call's operands suit it,
- * its workspace (igemm's covers it), and the run. */
-int nconv__planes_shape(const nconv_core *c, nconv_direction dir);
-int nconv__planes_applies(const nconv_exec *e);
-size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads);
-nconv_status nconv__planes_run(const nconv_exec *e);
+/* Whether igemm's kernels compute dir of c (igemm_planes and igemm_cols add their shapes). */
+int nconv__igemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not);
 
 /* Backward-data kernels that read dy through a zero buffer for taps outside
  * it would turn 0 * Inf into NaN where PyTorch (and the reference) compute no
@@ -326,10 +331,11 @@ int nconv__algo_count(void);
 const nconv_algo *nconv__algo_at(int i);
 const nconv_algo *nconv__algo_find(const char *name);
 
-/* The algorithm for (c, dir) under ctx's policy (ctx may be NULL): the forced one (an
- * error where it does not apply), else the heuristic's; under the benchmark policy the
- * winner the context remembers for c, if any. */
-nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_algo **out);
+/* The algorithm for (c, dir), planned with the channels-last copies in `copies`, under
+ * ctx's policy (ctx may be NULL): the forced one (an error where it does not apply), else
+ * the heuristic's; under the benchmark policy the winner the context remembers for c, if any. */
+nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+                           const nconv_algo **out);
 /* The benchmark policy's choice for (c, dir): the cached winner, else the fastest of the
  * applicable algorithms whose workspace (with `copies`, at `threads`) is at most that of
  * `heuristic`, timed on operands of its own (zeros, channels-last where copies has no copy). */

@@ -13,8 +13,9 @@
 
 /* Preference order for the heuristic policy; the reference accepts
  * everything and comes last. */
-static const nconv_algo *const algos[] = {&nconv_algo_depthwise, &nconv_algo_grouped, &nconv_algo_winograd,
-                                          &nconv_algo_igemm, &nconv_algo_gemm, &nconv_algo_ref};
+static const nconv_algo *const algos[] = {&nconv_algo_depthwise,      &nconv_algo_grouped,    &nconv_algo_winograd,
+                                          &nconv_algo_igemm_planes,   &nconv_algo_igemm_cols, &nconv_algo_igemm,
+                                          &nconv_algo_gemm,           &nconv_algo_ref};
 
 int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
 const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }
@@ -269,14 +270,18 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The first applicable algorithm the heuristic prefers (the reference always applies). */
-static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir) {
+/* The first applicable algorithm the heuristic prefers for operands planned with `copies`
+ * (the reference always applies). */
+static const nconv_algo *heuristic(const nconv_core *c, nconv_direction dir, unsigned copies) {
     for (int i = 0; i < nconv__algo_count(); i++)
-        if (algos[i]->applies(c, dir, NULL) && (!algos[i]->preferred || algos[i]->preferred(c, dir))) return algos[i];
+        if (algos[i]->applies(c, dir, NULL) && (!algos[i]->preferred || algos[i]->preferred(c, dir)) &&
+            (!algos[i]->suits || algos[i]->suits(copies)))
+            return algos[i];
     return NULL;
 }
 
-nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, const nconv_algo **out) {
+nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direction dir, unsigned copies,
+                           const nconv_algo **out) {
     if (ctx && ctx->policy == NCONV_POLICY_FORCED) {
         const char *why = "";
         if (!ctx->forced->applies(c, dir, &why))
@@ -285,7 +290,7 @@ nconv_status nconv__choose(nconv_context *ctx, const nconv_core *c, nconv_direct
         return NCONV_OK;
     }
     const nconv_algo *a = ctx && ctx->policy == NCONV_POLICY_BENCHMARK ? cache_get(ctx, c, dir) : NULL;
-    if ((*out = a ? a : heuristic(c, dir))) return NCONV_OK;
+    if ((*out = a ? a : heuristic(c, dir, copies))) return NCONV_OK;
     return nconv__error(NCONV_INTERNAL_ERROR, "nconv: no algorithm applies (the reference always should)");
 }
 
@@ -297,7 +302,9 @@ static int index_of(const nconv_algo *a) {
 
 const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nconv_direction dir, nconv_status reason,
                                    int accumulate) {
-    const unsigned bit = reason == (nconv_status)NCONV__DECLINE_W ? NCONV__DECLINES_W : NCONV__DECLINES_DATA;
+    const unsigned bit = reason == (nconv_status)NCONV__DECLINE_W      ? NCONV__DECLINES_W
+                         : reason == (nconv_status)NCONV__DECLINE_DATA ? NCONV__DECLINES_DATA
+                                                                      : NCONV__DECLINES_LAYOUT;
     for (int i = index_of(a) + 1; i < nconv__algo_count(); i++)
         if (!(algos[i]->declines[dir] & bit) && (!accumulate || algos[i]->accumulates) &&
             algos[i]->applies(c, dir, NULL))
@@ -307,9 +314,11 @@ const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nco
 
 size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     size_t need = a->workspace(c, dir, threads, copies);
-    for (unsigned bit = NCONV__DECLINES_W; bit <= NCONV__DECLINES_DATA; bit <<= 1) {
-        if (!(a->declines[dir] & bit)) continue;
-        const nconv_status reason = (nconv_status)(bit == NCONV__DECLINES_W ? NCONV__DECLINE_W : NCONV__DECLINE_DATA);
+    static const nconv_status reasons[] = {(nconv_status)NCONV__DECLINE_W, (nconv_status)NCONV__DECLINE_DATA,
+                                           (nconv_status)NCONV__DECLINE_LAYOUT};
+    for (int r = 0; r < 3; r++) {
+        if (!(a->declines[dir] & (1u << r))) continue;
+        const nconv_status reason = reasons[r];
         /* with and without accumulation: a piece of either kind may decline */
         for (int acc = 0; acc < 2; acc++) {
             const size_t n = nconv__algo_need(nconv__algo_next(a, c, dir, reason, acc), c, dir, threads, copies);
@@ -382,8 +391,8 @@ nconv_status nconv__choose_timed(nconv_context *ctx, const nconv_core *c, nconv_
         st = algos[i]->run(&e);
         const double t = now_s() - t0;
         arena.used = 0;
-        if (st == (nconv_status)NCONV__DECLINE_W || st == (nconv_status)NCONV__DECLINE_DATA) {
-            st = NCONV_OK; /* zeros are finite: not expected */
+        if (nconv__declined(st)) { /* the trial's layout, say: not a candidate */
+            st = NCONV_OK;
             continue;
         }
         if (!st && (!a || t < best)) a = algos[i], best = t;

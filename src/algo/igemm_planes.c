@@ -55,7 +55,7 @@ static size_t scratch_bytes(int64_t red) { return sizeof(float) * B_FLOATS + siz
 static int64_t bw_block(const nconv_core *c);
 static int64_t bw_chunks(const nconv_core *c);
 
-int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
+static int planes_shape(const nconv_core *c, nconv_direction dir) {
     if (c->dt != NCONV_F32) return 0;
     /* bwd_w reduces over pixels: small planes lose no lanes (res5b_reduce's 7 x 7: 4% faster at
      * 2 threads than through NHWC, the same at 1) */
@@ -65,15 +65,16 @@ int nconv__planes_shape(const nconv_core *c, nconv_direction dir) {
     return dir == NCONV_DIR_FWD && (c->C / c->G) * nconv__core_kernel_spatial(c) <= THIN_RED && c->O / c->G >= NR;
 }
 
-int nconv__planes_applies(const nconv_exec *e) {
-    if (!nconv__planes_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
+static int planes_suit(const nconv_exec *e) {
+    if (!planes_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
     if (!nconv__view_is_planar_f32(e->x) || !nconv__view_is_planar_f32(e->y)) return 0;
     return !e->epi || !e->epi->z || nconv__view_is_planar_f32(e->epi->z);
 }
 
 static size_t bw_scratch_bytes(const nconv_core *c);
 
-size_t nconv__planes_workspace(const nconv_core *c, nconv_direction dir, int threads) {
+static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    (void)copies; /* the operands are read and written in place */
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t chunks = bw_chunks(c);
         return nconv__ws_round(sizeof(float) * (size_t)(chunks * c->O * (c->C / c->G))) +
@@ -257,7 +258,8 @@ static void run_task(void *arg, int tid, int nthreads) {
 
 static nconv_status planes_bwd_w(const nconv_exec *e);
 
-nconv_status nconv__planes_run(const nconv_exec *e) {
+static nconv_status planes_run(const nconv_exec *e) {
+    if (!planes_suit(e)) return (nconv_status)NCONV__DECLINE_LAYOUT;
     if (e->dir == NCONV_DIR_BWD_W) return planes_bwd_w(e);
     const nconv_core *c = e->c;
     planes_ctx pc;
@@ -503,3 +505,20 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     if (b.lanes) *e->db_done = 1;
     return NCONV_OK;
 }
+
+static int planes_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    if (!nconv__igemm_applies(c, dir, why_not)) return 0;
+    if (planes_shape(c, dir)) return 1;
+    if (why_not) *why_not = "f32 1x1 layers (bwd_w: with few pixels per block), or forward with a short reduction";
+    return 0;
+}
+
+/* Only where the activations may be NCHW: channels-last ones would always be declined. */
+static int planes_suits(unsigned copies) { return (copies & NCONV_COPY_BOTH) == NCONV_COPY_BOTH; }
+
+/* Operands that are not dense NCHW f32 planes are declined (igemm computes them). */
+const nconv_algo nconv_algo_igemm_planes = {.name = "igemm_planes", .applies = planes_applies,
+                                            .workspace = planes_workspace, .run = planes_run, .accumulates = 1,
+                                            .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT,
+                                                         NCONV__DECLINES_LAYOUT},
+                                            .suits = planes_suits};

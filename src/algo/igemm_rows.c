@@ -1,0 +1,625 @@
+/*
+ * igemm's row GEMM, for fwd (rows: output pixels) and bwd_d (rows: input
+ * pixels of a stride residue class): the weights packed into column panels
+ * (or taken from a plan, packed once), A rows decoded into pointers into the
+ * channels-last input, row blocks and column panels shared out to threads
+ * by their work. See igemm.c for the algorithm.
+ */
+#include "igemm.h"
+
+#include <math.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h> /* _mm_sfence */
+#endif
+
+/* --------------------------------------------------- row GEMM (fwd, bwd_d) */
+
+typedef struct row_ctx {
+    const nconv_core *c;
+    nconv_direction dir;
+    geo g;
+    const nconv_kernels *k;
+    const float *src;  /* x (fwd) or dy (bwd_d), NHWC */
+    float *dst;        /* y (fwd) or dx (bwd_d), NHWC */
+    const float *init; /* [G][panels][NR] */
+    const float *zero;
+    int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
+    float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
+    int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
+    job *jobs;
+    int64_t njobs, total_cost; /* sum of unit_cost over every unit */
+    nconv_share *shares;       /* per thread: its units (first_unit), claimed by nconv__share_claim */
+    int64_t pgroups;           /* a unit of work: a row block, and one of pgroups ranges of its column panels */
+    char *scratch;
+    size_t scratch_stride;
+    /* Panel-major (weights of megabytes, few rows): a unit is a range of column panels over
+     * every row block; it packs those panels itself (w and finite below; w NULL: they are
+     * packed already) and uses them at once. */
+    int panel_major;
+    const wsrc *w;
+    int *finite; /* per thread: every weight it packed was finite */
+} row_ctx;
+
+/* Input row starts of output row (n, o0, o1), one per (k0, k1): in the
+ * W-padded copy when folded, else in x at the group's first channel; NULL
+ * for a row of padding. The same for every pixel of the output row. */
+static void fwd_row_bases(const row_ctx *rc, const job *j, const pixel *px, const float **rb) {
+    const nconv_core *c = rc->c;
+    const float *img = rc->g.wfold ? rc->src + (j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad * rc->g.Cg
+                                   : rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
+    const int64_t row_len = rc->g.wfold ? rc->g.iw_pad * rc->g.Cg : c->in[2] * c->C;
+    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++) {
+        const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
+            const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
+            rb[t] = i0 < 0 || i1 < 0 ? NULL : img + (i0 * c->in[1] + i1) * row_len;
+        }
+    }
+}
+
+/* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j, from its row starts rb. */
+static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float *const *rb, const float **a,
+                    float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t K01 = c->k[0] * c->k[1];
+    if (rc->g.wfold) { /* one run of KW * Cg floats per (kd, kh) in the W-padded copy */
+        const int64_t off = px->o[2] * c->s[2] * rc->g.Cg;
+        for (int64_t t = 0; t < K01; t++) a[t * MR] = rb[t] ? rb[t] + off : rc->zero;
+    } else {
+        for (int64_t r = 0, t = 0; r < K01; r++)
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                const int64_t i2 = nconv__map_index(px->o[2] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
+                a[t * MR] = !rb[r] || i2 < 0 ? rc->zero : rb[r] + i2 * c->C;
+            }
+    }
+    *crow = rc->dst + i * c->O + j->g * rc->g.Og;
+}
+
+/* For the input row (n, i0, i1) of bwd_d row i of job j (a residue class):
+ * the dy row start of each (a0, a1) tap pair (NULL: outside dy), and the
+ * row's start in dx. The same for every pixel of the row. */
+static float *bwd_d_row_bases(const row_ctx *rc, const job *j, int64_t i, const float **rb) {
+    const nconv_core *c = rc->c;
+    const int64_t per_n = j->cnt[0] * j->cnt[1] * j->cnt[2];
+    const int64_t n = i / per_n, q = i % per_n;
+    const int64_t ip0 = j->start[0] + (q / (j->cnt[1] * j->cnt[2])) * c->s[0];
+    const int64_t ip1 = j->start[1] + ((q / j->cnt[2]) % j->cnt[1]) * c->s[1];
+    const float *base = rc->src + n * rc->g.OS * c->O + j->g * rc->g.Og;
+    for (int64_t a0 = 0, r = 0; a0 < j->ntap[0]; a0++) {
+        const int64_t n0 = ip0 + c->pb[0] - j->taps[0][a0] * c->d[0], o0 = n0 / c->s[0];
+        for (int64_t a1 = 0; a1 < j->ntap[1]; a1++, r++) {
+            const int64_t n1 = ip1 + c->pb[1] - j->taps[1][a1] * c->d[1], o1 = n1 / c->s[1];
+            const int in = n0 >= 0 && o0 < c->out[0] && n1 >= 0 && o1 < c->out[1];
+            rb[r] = in ? base + (o0 * c->out[1] + o1) * c->out[2] * c->O : NULL;
+        }
+    }
+    return rc->dst + (n * rc->g.IS + (ip0 * c->in[1] + ip1) * c->in[2]) * c->C + j->g * rc->g.Cg;
+}
+
+/* A pointers and C pointer of bwd_d row i from its row's bases (rb, dx row start rowdst). */
+static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *const *rb, float *rowdst,
+                      const float **a, float **crow) {
+    const nconv_core *c = rc->c;
+    const int64_t ip2 = j->start[2] + (i % j->cnt[2]) * c->s[2];
+    for (int64_t r = 0, t = 0; r < j->ntap[0] * j->ntap[1]; r++)
+        for (int64_t a2 = 0; a2 < j->ntap[2]; a2++, t++) {
+            const int64_t n2 = ip2 + c->pb[2] - j->taps[2][a2] * c->d[2], o2 = n2 / c->s[2];
+            a[t * MR] = rb[r] && n2 >= 0 && o2 < c->out[2] ? rb[r] + o2 * c->O : rc->zero;
+        }
+    *crow = rowdst + ip2 * c->C;
+}
+
+/* The rows of a 1x1 tile into L1, ahead of its kernel call (see geo.prefetch_a). */
+static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
+    for (int64_t r = 0; r < MR; r++)
+        for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
+}
+
+/* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
+static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **a, float **crow, const float **pa,
+                      const float **rb, float *pbuf) {
+    const geo *g = &rc->g;
+    const int64_t b = u / rc->pgroups, pg = u % rc->pgroups;
+    const int64_t p0 = pg * g->panels / rc->pgroups, p1 = (pg + 1) * g->panels / rc->pgroups;
+    const int64_t r0 = b * g->mc_tiles * MR;
+    const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
+    const int64_t ntiles = nconv__div_up(r1 - r0, MR);
+    pixel px = {0, {0, 0, 0}};
+    if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
+    float *rowdst = NULL; /* bwd_d: the dx row start of the current input row */
+    if (g->pointwise) { /* row i of A and of C is pixel i: ks is 1, a[i - r0] is row i's pointer */
+        const int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
+        const int64_t ldc = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+        const float *src = rc->src + j->g * g->kc;
+        float *dst = rc->dst + j->g * g->rows_cols;
+        for (int64_t i = r0; i < r1; i++) a[i - r0] = src + i * lda, crow[i - r0] = dst + i * ldc;
+    }
+    for (int64_t i = r0; i < r1 && !g->pointwise; i++) {
+        const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
+        const float **at = a + tile * j->ks * MR + r;
+        if (rc->dir == NCONV_DIR_FWD) {
+            if (i == r0 || px.o[2] == 0) fwd_row_bases(rc, j, &px, rb);
+            fwd_row(rc, j, i, &px, rb, at, &crow[i - r0]);
+            pixel_next(rc->c, &px);
+        } else {
+            if (i == r0 || i % j->cnt[2] == 0) rowdst = bwd_d_row_bases(rc, j, i, rb);
+            bwd_d_row(rc, j, i, rb, rowdst, at, &crow[i - r0]);
+        }
+    }
+    /* Rows past the end of the last tile repeat its first row (read, never written). */
+    for (int64_t i = r1; i < r0 + ntiles * MR; i++) {
+        const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
+        for (int64_t t = 0; t < j->ks; t++) a[(tile * j->ks + t) * MR + r] = a[(tile * j->ks + t) * MR];
+    }
+    /* Reduction blocks outermost: their A rows stay in cache over the panels. */
+    for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+        const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+        const int first = k0 == 0, last = k0 + kcc == g->kc;
+        const float *const *ap = a;
+        int64_t a_off = k0;
+        if (g->pack_a) { /* pa[tile][t][r] -> row of pbuf holding A(t, r)[k0, k0 + kcc) */
+            const int64_t n = ntiles * j->ks * MR, ld = kcc + PACK_PAD;
+            for (int64_t i = 0; i < n; i++) {
+                float *dst = pbuf + i * ld;
+                if (a[i] == rc->zero) memset(dst, 0, sizeof(float) * (size_t)kcc);
+                else memcpy(dst, a[i] + k0, sizeof(float) * (size_t)kcc);
+                pa[i] = dst;
+            }
+            ap = pa, a_off = 0;
+        }
+        /* A tile that fits in L1 stays there while every panel of w streams
+         * past it from L2 (1x1 and thin problems); otherwise one panel of w
+         * stays while the tiles stream. So do up to 4 panels longer than
+         * L1 holds (a few panels re-read the tiles little; more re-read them
+         * more than keeping w costs). */
+        const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * j->ks * kcc * NR;
+        const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10) &&
+                               !(p1 - p0 <= 4 && wbytes > (32 << 10));
+        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1; /* each tile once per block */
+        if (!rc->planes) {
+            /* A kernel call runs all of a tile's panels, or two while the tiles
+             * stream (the AVX-512 kernels share each load of A between two). */
+            const int64_t pstep = tile_outer ? p1 - p0 : 2;
+            for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
+                const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
+                const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+                for (int64_t tile = 0; tile < ntiles; tile++) {
+                    const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                    if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
+                    float *cp[MR];
+                    for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
+                    rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
+                                    j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR, j->ks * g->kc * NR, cp,
+                                    first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
+                }
+            }
+            continue;
+        }
+        /* NCHW output in place: one reduction block, so init is set and this is the last.
+         * Panels in the same steps as above. */
+        const int64_t pstep = tile_outer ? p1 - p0 : 2;
+        for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
+            const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
+            const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+            const float *wq = j->w + q0 * j->ks * g->kc * NR, *init = rc->init + (j->g * g->panels + q0) * NR;
+            for (int64_t tile = 0; tile < ntiles; tile++) {
+                const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                const int64_t i0 = r0 + tile * MR, ch0 = j->g * g->rows_cols + q0 * NR;
+                if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
+                const float *const *at = ap + tile * j->ks * MR;
+                if (mr == MR && i0 % rc->S + MR <= rc->S) {
+                    float *base = rc->planes + (i0 / rc->S) * rc->pimg + ch0 * rc->pch + i0 % rc->S;
+                    rc->k->igemm_planes(q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, base,
+                                        rc->pch, init, rc->flags);
+                    continue;
+                }
+                /* A tile across images, or the last: through a small buffer, a panel at a time. */
+                for (int64_t q = q0; q < q1; q++) {
+                    const int64_t nc = q + 1 < q1 ? NR : nc_last;
+                    float tbuf[MR][NR], *tp[MR];
+                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
+                    rc->k->igemm(mr, nc, kcc, j->ks, at, a_off, rc->zero, wq + (q - q0) * j->ks * g->kc * NR, tp,
+                                 init + (q - q0) * NR, rc->flags);
+                    for (int64_t r = 0; r < mr; r++) {
+                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + (ch0 + (q - q0) * NR) * rc->pch +
+                                   (i0 + r) % rc->S;
+                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The work of a row and column panel: a reduction of ks * kc, and the store, counted as 16. */
+static int64_t row_cost(const job *j, const geo *g) { return j->ks * g->kc + 16; }
+
+/* Row blocks (of mc_tiles tiles) of job j. */
+static int64_t row_blocks(const job *j, const geo *g) { return nconv__div_up(nconv__div_up(j->rows, MR), g->mc_tiles); }
+
+/* The work of job j: every row and column panel (the sum of its units' unit_cost). */
+static int64_t job_cost(const job *j, const geo *g) { return j->rows * g->panels * row_cost(j, g); }
+
+/* The work of unit u of job j: its rows (the last block of a job may be
+ * short) times its column panels. */
+static int64_t unit_cost(const row_ctx *rc, const job *j, int64_t u) {
+    const int64_t b = u / rc->pgroups, pg = u % rc->pgroups, r0 = b * rc->g.mc_tiles * MR;
+    const int64_t rows = rc->panel_major ? j->rows : j->rows - r0 < rc->g.mc_tiles * MR ? j->rows - r0 : rc->g.mc_tiles * MR;
+    const int64_t panels = (pg + 1) * rc->g.panels / rc->pgroups - pg * rc->g.panels / rc->pgroups;
+    return rows * panels * row_cost(j, &rc->g);
+}
+
+/* The first global unit of thread tid: units are shared out by their work
+ * (bwd_d's residue classes differ: 4, 2, 2 and 1 taps for a 3x3 kernel at
+ * stride 2, none for three of the four of a 1x1 at stride 2; a job's last
+ * row block may be short: by count, 2 threads took 40 and 26 tiles of a
+ * 7 x 7 layer), not by count; a unit goes to the thread whose share holds
+ * its middle. Each unit is computed whole by one thread. */
+static int64_t first_unit(const row_ctx *rc, int tid, int nthreads) {
+    const int64_t total = rc->total_cost;
+    const int64_t target = total / nthreads * tid + total % nthreads * tid / nthreads;
+    int64_t u = 0, cost = 0;
+    for (int64_t j = 0; j < rc->njobs; j++) {
+        const job *jb = &rc->jobs[j];
+        const int64_t whole = job_cost(jb, &rc->g);
+        if (cost + whole < target) {
+            cost += whole, u += jb->units;
+            continue;
+        }
+        for (int64_t v = 0; v < jb->units; v++) { /* v goes to the thread that holds most of it */
+            const int64_t cv = unit_cost(rc, jb, v);
+            if (2 * cost + cv >= 2 * target) return u + v;
+            cost += cv;
+        }
+        return u + jb->units;
+    }
+    return u;
+}
+
+static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j,
+                       int64_t p0, int64_t p1);
+
+static void row_task(void *arg, int tid, int nthreads) {
+    const row_ctx *rc = arg;
+    char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
+    float **crow = (float **)scratch;
+    const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
+    const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
+    const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* row starts per (k0, k1) tap pair */
+    float *pbuf = (float *)(rb + rc->g.KS);
+    int64_t jb = 0, first = 0; /* the job of the last unit, and its first global unit */
+    for (int64_t u; (u = nconv__share_claim(rc->shares, tid, nthreads)) >= 0;) {
+        if (u < first) jb = first = 0; /* a unit stolen from an earlier share */
+        while (first + rc->jobs[jb].units <= u) first += rc->jobs[jb++].units;
+        const job *j = &rc->jobs[jb];
+        if (!rc->panel_major) {
+            row_block(rc, j, u - first, a, crow, pa, rb, pbuf);
+            continue;
+        }
+        const int64_t pg = u - first, p0 = pg * rc->g.panels / rc->pgroups, p1 = (pg + 1) * rc->g.panels / rc->pgroups;
+        if (rc->w) rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
+        for (int64_t b = 0; b < row_blocks(j, &rc->g); b++)
+            row_block(rc, j, b * rc->pgroups + pg, a, crow, pa, rb, pbuf);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    if (rc->flags & NCONV_IGEMM_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
+#endif
+}
+
+/* The kernel tap (index into the weights' taps) of bwd_d job j's tap row tr. */
+static int64_t class_tap(const nconv_core *c, const job *j, int64_t tr) {
+    const int64_t a2 = tr % j->ntap[2], a1 = tr / j->ntap[2] % j->ntap[1], a0 = tr / (j->ntap[2] * j->ntap[1]);
+    return (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
+}
+
+/* Packs column panel p of job j: [channel block][tap][k][NR].
+ * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
+ * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
+ * class; k runs over the output channels. Weights of deep layers are
+ * megabytes, as much work to pack as the GEMM of a 7x7 image does with
+ * them: each (tap, k) row is a strided run of at most NR loads, with every
+ * index computed outside it. Returns whether every value packed is finite. */
+static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p,
+                      float *packed) {
+    packed += p * j->ks * g->kc * NR;
+    const nconv_view *v = w->v;
+    const float *wf = v->dt == NCONV_F32 ? (const float *)v->data : NULL;
+    const int fwd = dir == NCONV_DIR_FWD;
+    const int64_t ncols = fwd ? g->Og : g->Cg;
+    const int64_t nc = ncols - p * NR < NR ? ncols - p * NR : NR;
+    /* Offset of column p * NR + jj is col0 + jj * cstride. */
+    const int64_t cstride = fwd ? v->stride[0] : v->stride[1];
+    const int64_t col0 = fwd ? (j->g * g->Og + p * NR) * v->stride[0] : j->g * g->Og * v->stride[0] + p * NR * v->stride[1];
+    if (fwd && wf && !g->wfold && v->stride[1] == 1) {
+        /* Channels contiguous (1x1, or channels-last weights): per tap and
+         * channel block, a [nc][kcc] -> [kcc][NR] transpose. */
+        const nconv_f32_transpose_fn transpose = nconv__kernels()->transpose;
+        for (int64_t tr = 0; tr < j->ks; tr++)
+            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+                const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+                float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+                transpose(nc, kcc, wf + col0 + k0 + w->toff[tr], cstride, dst, NR);
+                if (nc < NR)
+                    for (int64_t k = 0; k < kcc; k++) memset(dst + k * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+            }
+        return 1;
+    }
+    if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
+        /* Taps innermost (OIHW): per channel, the panel's 16 runs of taps are
+         * read (16 streams in order) and each tap's 16 columns written as one
+         * cache line. */
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            for (int64_t k = k0; k < k0 + kcc; k++) {
+                const float *src = wf + col0 + k * v->stride[1];
+                for (int64_t tr = 0; tr < j->ks; tr++) {
+                    float *dst = packed + (k0 * j->ks + tr * kcc + k - k0) * NR;
+                    for (int64_t jj = 0; jj < nc; jj++) dst[jj] = src[jj * cstride + w->toff[tr]];
+                    for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
+                }
+            }
+        }
+        return 1;
+    }
+    int finite = 1;
+    /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
+    for (int64_t tr = 0; tr < j->ks; tr++) {
+        const int64_t t = fwd ? (g->wfold ? tr * c->k[2] : tr) : class_tap(c, j, tr);
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+            for (int64_t k = k0; k < k0 + kcc; k++, dst += NR) {
+                int64_t off = col0;
+                if (fwd) off += (g->wfold ? k % g->Cg : k) * v->stride[1] + w->toff[g->wfold ? t + k / g->Cg : t];
+                else off += k * v->stride[0] + w->toff[t];
+                if (wf) {
+                    for (int64_t jj = 0; jj < nc; jj++) {
+                        const float x = wf[off + jj * cstride];
+                        finite &= isfinite(x) != 0;
+                        dst[jj] = x;
+                    }
+                } else {
+                    for (int64_t jj = 0; jj < nc; jj++) {
+                        const float x = (float)nconv__load(v->data, v->dt, off + jj * cstride);
+                        finite &= isfinite(x) != 0;
+                        dst[jj] = x;
+                    }
+                }
+                for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
+            }
+        }
+    }
+    return finite;
+}
+
+typedef struct pack_ctx {
+    const nconv_core *c;
+    const geo *g;
+    nconv_direction dir;
+    const wsrc *w;
+    const job *jobs;
+    int64_t njobs;
+    int *finite; /* per thread: every value it packed was finite */
+} pack_ctx;
+
+/* Panels [p0, p1) of bwd_d job j, in pack_panel's layout, for f32 weights:
+ * KROWS rows of w (output channels) are walked along their length, panel
+ * after panel, with all of a row's taps at once. Panel by panel and tap by
+ * tap, each run of 16 loads would start in another row of w, kilobytes
+ * apart (often a page apart): no prefetcher follows that, and deep layers'
+ * megabytes of weights came at memory latency (14% of res5b_reduce bwd_d).
+ * Returns whether every value packed is finite. */
+static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, const job *j, int64_t p0, int64_t p1) {
+    enum { KROWS = 16, TCHUNK = 64 };
+    const nconv_view *v = w->v;
+    const int64_t cs = v->stride[1];
+    /* Channels-last weights (OHWI) give each (row, tap) its own line, 2 KiB apart for 512
+     * channels: no hardware prefetcher follows that across pages, and weights of megabytes
+     * come from L3 or memory. The next block of rows is fetched while this one is copied
+     * (OIHW rows read runs of taps, which the prefetchers follow). */
+    const int64_t ahead = cs == 1 && g->Og * g->KS * g->Cg >= (512 << 10) ? KROWS : 0;
+    const float *wf = (const float *)v->data + j->g * g->Og * v->stride[0];
+    float *const packed = (float *)j->w;
+    int finite = 1;
+    for (int64_t t0 = 0; t0 < j->ks; t0 += TCHUNK) {
+        const int64_t nt = j->ks - t0 < TCHUNK ? j->ks - t0 : TCHUNK;
+        int64_t toff[TCHUNK]; /* offsets of the class's taps t0 .. t0 + nt */
+        for (int64_t t = 0; t < nt; t++) toff[t] = w->toff[class_tap(c, j, t0 + t)];
+        for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+            const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+            for (int64_t kb = k0; kb < k0 + kcc; kb += KROWS) {
+                const int64_t ke = kb + KROWS < k0 + kcc ? kb + KROWS : k0 + kcc;
+                for (int64_t p = p0; p < p1; p++) {
+                    const int64_t nc = g->Cg - p * NR < NR ? g->Cg - p * NR : NR;
+                    float *const pp = packed + p * j->ks * g->kc * NR + k0 * j->ks * NR;
+                    for (int64_t k = kb; k < ke; k++)
+                        for (int64_t t = 0; t < nt; t++) {
+                            float *dst = pp + ((t0 + t) * kcc + k - k0) * NR;
+                            const float *src = wf + k * v->stride[0] + toff[t] + p * NR * cs;
+                            if (ahead && k + ahead < g->Og) __builtin_prefetch(src + ahead * v->stride[0]);
+                            for (int64_t jj = 0; jj < nc; jj++) {
+                                finite &= isfinite(src[jj * cs]) != 0;
+                                dst[jj] = src[jj * cs];
+                            }
+                            for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
+                        }
+                }
+            }
+        }
+    }
+    return finite;
+}
+
+/* Panels [p0, p1) of job j; returns whether every value packed is finite. */
+static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p0,
+                       int64_t p1) {
+    if (dir == NCONV_DIR_BWD_D && w->v->dt == NCONV_F32) return pack_bwd_d_rows(c, g, w, j, p0, p1);
+    int finite = 1;
+    for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+    return finite;
+}
+
+/* Threads split the (job, panel) pairs: packing is O(weights) but serial it
+ * would cap the speedup of the GEMMs that follow. */
+static void pack_task(void *arg, int tid, int nthreads) {
+    const pack_ctx *pc = arg;
+    const int64_t panels = pc->g->panels;
+    int64_t u0, u1;
+    nconv__split(pc->njobs * panels, tid, nthreads, &u0, &u1);
+    int finite = 1;
+    for (int64_t u = u0; u < u1;) {
+        const job *j = &pc->jobs[u / panels];
+        const int64_t p0 = u % panels, p1 = p0 + (u1 - u) < panels ? p0 + (u1 - u) : panels;
+        finite &= pack_panels(pc->c, pc->g, pc->dir, pc->w, j, p0, p1);
+        u += p1 - p0;
+    }
+    pc->finite[tid] = finite;
+}
+
+/* For bwd_d one job per (group, residue class): its taps, and where its
+ * packed weights go ([panel][channel block][tap][o][NR]). Returns the number
+ * of jobs (at most G * prod(stride)). */
+static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, float *packed, job *jobs) {
+    int64_t n = 0;
+    const int64_t classes = c->s[0] * c->s[1] * c->s[2];
+    for (int64_t gi = 0; gi < c->G; gi++)
+        for (int64_t q = 0; q < classes; q++) {
+            job *j = &jobs[n++];
+            memset(j, 0, sizeof *j);
+            j->g = gi;
+            const int64_t qq[3] = {q / (c->s[1] * c->s[2]), (q / c->s[2]) % c->s[1], q % c->s[2]};
+            for (int a = 0; a < 3; a++) {
+                /* Input coordinates i with (i + pb) % s == q; taps k with (k * d) % s == q. */
+                j->start[a] = ((qq[a] - c->pb[a]) % c->s[a] + c->s[a]) % c->s[a];
+                j->cnt[a] = c->in[a] > j->start[a] ? nconv__div_up(c->in[a] - j->start[a], c->s[a]) : 0;
+                for (int64_t k = 0; k < c->k[a]; k++)
+                    if ((k * c->d[a]) % c->s[a] == qq[a]) j->taps[a][j->ntap[a]++] = k;
+            }
+            j->ks = j->ntap[0] * j->ntap[1] * j->ntap[2];
+            j->rows = c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
+            j->w = packed;
+            packed += g->panels * j->ks * g->Og * NR;
+        }
+    return n;
+}
+
+int64_t nconv__igemm_make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, job *jobs) {
+    if (dir == NCONV_DIR_BWD_D) return make_bwd_d_jobs(c, g, packed, jobs);
+    for (int64_t gi = 0; gi < c->G; gi++) {
+        job *j = &jobs[gi];
+        memset(j, 0, sizeof *j);
+        j->g = gi, j->rows = c->N * g->OS, j->ks = g->ks_rows;
+        j->w = packed + gi * g->panels * g->ks_rows * g->kc * NR;
+    }
+    return c->G;
+}
+
+void nconv__igemm_pack_jobs(const nconv_exec *e, const geo *g, const wsrc *w, const job *jobs, int64_t njobs,
+                            int *finite) {
+    for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+    pack_ctx pc = {e->c, g, e->dir, w, jobs, njobs, finite};
+    nconv__parallel(e, pack_task, &pc);
+}
+
+nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const igemm_bufs *b) {
+    const nconv_core *c = e->c;
+    const nconv_direction dir = e->dir;
+    const int threads = e->threads;
+    geo g = *gp;
+    const ws_sizes s = b->s;
+    const nconv_kernels *k = e->k;
+    const int prepacked = b->prepacked;
+    float *xb = b->xb, *yb = b->yb, *packed = b->packed, *init = b->init, *zero = b->zero;
+    char *scratch = b->scratch;
+    const float *x = b->x, *y = b->y;
+    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. */
+    const nconv_view *out = dir == NCONV_DIR_FWD ? e->y : e->x;
+    const nconv_epi *epi = e->epi;
+    int fuse;
+    float *dst = nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
+    const wsrc ws_ = {e->w, b->toff};
+    /* NCHW f32 outputs with dense planes, of one reduction block (every stride for fwd,
+     * stride 1 for bwd_d: tile rows are then consecutive pixels), are written in place by the
+     * plane-store kernel: no NHWC buffer and no transpose afterwards. */
+    const int64_t *osz = dir == NCONV_DIR_FWD ? c->out : c->in;
+    const int planes = !fuse && out->dt == NCONV_F32 && !(epi && epi->z) && g.kchunk == g.kc &&
+                       (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
+                       (osz[2] == 1 || out->stride[4] == 1) && (osz[1] == 1 || out->stride[3] == osz[2]) &&
+                       (osz[0] == 1 || out->stride[2] == osz[1] * osz[2]);
+    const int in_kernel = fuse || planes; /* bias and relu applied by the kernel */
+    /* Per group, the bias of its columns padded to whole panels. */
+    for (int64_t gi = 0; gi < c->G; gi++) {
+        memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
+        if (in_kernel && epi && epi->bias) {
+            nconv_view gb = *epi->bias;
+            gb.data = (char *)gb.data + nconv_dtype_size(gb.dt) * (size_t)(gi * g.rows_cols * gb.stride[0]);
+            nconv_epi ge = {&gb, NULL, 1.0, 0};
+            nconv__epi_init(&ge, init + gi * g.panels * NR, g.rows_cols);
+        }
+    }
+    job *jobs = nconv__arena_take(e->ws, s.jobs);
+    if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    const int64_t njobs = nconv__igemm_make_jobs(c, &g, dir, packed, jobs);
+    /* Weights of megabytes with few rows (deep layers): packed all at once they would go out
+     * to memory and every row block would read them back. Panel-major, a unit packs a range
+     * of panels (or, prepacked, reads it) and runs every row over them while they are in L2. */
+    const int64_t panel_bytes = (int64_t)sizeof(float) * g.ks_rows * g.kc * NR;
+    int64_t max_rows = 0;
+    for (int64_t i = 0; i < njobs; i++) max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
+    const int panel_major = c->G * g.panels * panel_bytes >= (2 << 20) &&
+                            max_rows * g.kc * (int64_t)sizeof(float) <= (4 << 20);
+    int finite[NCONV_MAX_THREADS]; /* nconv__parallel runs at most this many threads */
+    for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
+    if (!panel_major && !prepacked) {
+        nconv__igemm_pack_jobs(e, &g, &ws_, jobs, njobs, finite);
+        if (dir == NCONV_DIR_BWD_D && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
+    }
+    /* Few row blocks (small images, deep layers) leave threads idle or unevenly loaded, and
+     * each thread would stream all of w: their column panels are then shared out as well.
+     * Panel-major, a unit's panels are about 256 KiB, with 4 units per thread at least. */
+    int64_t blocks = 0, total = 0;
+    for (int64_t i = 0; i < njobs; i++) blocks += jobs[i].units = row_blocks(&jobs[i], &g);
+    int64_t pgroups = 1;
+    if (panel_major) {
+        int64_t per = (256 << 10) / panel_bytes, most = g.panels * njobs / (4 * threads);
+        per = per > most ? most : per;
+        pgroups = nconv__div_up(g.panels, per < 2 ? 2 : per);
+        for (int64_t i = 0; i < njobs; i++) jobs[i].units = 1;
+    } else if (threads > 1 && blocks < PGROUP_UNITS * threads) {
+        pgroups = nconv__div_up(PGROUP_UNITS * threads, blocks > 0 ? blocks : 1);
+    }
+    if (pgroups > g.panels) pgroups = g.panels;
+    for (int64_t i = 0; i < njobs; i++) {
+        jobs[i].units *= pgroups;
+        total += job_cost(&jobs[i], &g);
+    }
+    if (panel_major) g.pack_a = 0; /* each unit would copy all of A again */
+    /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
+     * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
+     * kernel call is a short reduction whose stores would outpace the write combining
+     * (wav2vec2's first layer: 35% slower). Those get their lines prefetched for writing. */
+    const size_t out_floats = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C));
+    const int big = !planes && out_floats * sizeof(float) >= (4u << 20);
+    const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&
+                       (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 && (uintptr_t)dst % 32 == 0;
+    const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
+    nconv_share *shares = nconv__arena_take(e->ws, s.shares);
+    if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
+                  (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
+                  planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
+                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch), panel_major,
+                  prepacked ? NULL : &ws_, finite};
+    const int width = nconv__parallel_width(e);
+    int64_t u0 = 0; /* each share ends where the next begins: first_unit once per boundary */
+    for (int t = 0; t < width; t++) {
+        atomic_init(&shares[t].next, u0);
+        shares[t].end = u0 = first_unit(&rc, t + 1, width);
+    }
+    nconv__parallel(e, row_task, &rc);
+    /* found while packing: the next algorithm writes every output again (z may not alias it) */
+    if (dir == NCONV_DIR_BWD_D && panel_major && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
+    if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
+    return NCONV_OK;
+}
