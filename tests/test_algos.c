@@ -639,11 +639,10 @@ static void test_pointwise(void) {
  * transposed and grouped, 1-3D, against the reference, the same bits for 1
  * and 3 threads. */
 static void test_planes(void) {
+    /* The heuristic: igemm_planes wherever it applies (checked), the other directions on the
+     * algorithms after it. */
     nconv_context *ref, *ctx;
-    contexts("ref", "igemm", &ref, &ctx);
-    /* igemm's bwd_d takes zero padding only: the other modes go through the heuristic (igemm for fwd). */
-    nconv_context *modes_ctx;
-    nconv_context_create(&modes_ctx);
+    contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 77;
     /* ndims, C, O, G, spatial size, kernel, stride, padding, dilation, transposed, padding mode */
     const int64_t cases[][11] = {
@@ -664,7 +663,15 @@ static void test_planes(void) {
             p.pad_begin[d] = p.pad_end[d] = cases[i][7], p.dilation[d] = cases[i][8];
         }
         CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
-        nconv_context *run = p.padding_mode == NCONV_PAD_ZEROS ? ctx : modes_ctx;
+        const char *chosen = "";
+        int applies = 0;
+        for (int dir = 0; dir < 3; dir++) {
+            nconv_algorithm_applies("igemm_planes", &p, (nconv_direction)dir, &applies, NULL);
+            nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
+            CHECK(!applies || !strcmp(chosen, "igemm_planes"), "planes case %d: core direction %d runs %s", i, dir,
+                  chosen);
+        }
+        nconv_context *run = ctx;
         for (int epi = 0; epi < 4; epi++) {
             operands r, a, b;
             operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
@@ -686,7 +693,6 @@ static void test_planes(void) {
     }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
-    nconv_context_destroy(modes_ctx);
 }
 
 /* The grouped algorithm (2, 4 or 8 channels per group; fwd, bwd_w, and
@@ -760,6 +766,65 @@ static void test_grouped(void) {
                 }
                 CHECK(!memcmp(ta->buf, outs[o].z->buf, ta->bytes), "grouped case %d layout %d: %s differs between 1 and 3 threads",
                       i, layout, outs[o].n);
+            }
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
+/* igemm_cols, backward-data for thin input channels: the heuristic's choice for bwd_d (checked)
+ * of 1D and 2D layers of 1-8 input channels, plain and transposed (its forward is the core
+ * bwd_d, with bias and relu in the column path's epilogue), every layout, against the reference;
+ * the same bits for 1 and 3 threads; an infinite weight is declined and goes on to gemm, with
+ * the reference's NaN / Inf pattern. */
+static void test_cols(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 19;
+    /* ndims, C, O, spatial size, kernel, stride, padding, transposed */
+    const int64_t cases[][8] = {{1, 1, 32, 200, 10, 5, 0, 0}, {2, 3, 24, 29, 7, 2, 3, 0}, {2, 8, 16, 12, 5, 1, 2, 0},
+                                {2, 2, 16, 15, 5, 3, 2, 0}, {2, 16, 4, 9, 4, 2, 1, 1}, {1, 32, 2, 40, 3, 1, 1, 1}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_STRIDED; layout++) {
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cases[i][0]);
+            p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.transposed = (int)cases[i][7];
+            for (int d = 0; d < p.ndims; d++) {
+                p.in_size[d] = cases[i][3] + d, p.kernel[d] = cases[i][4], p.stride[d] = cases[i][5];
+                p.pad_begin[d] = p.pad_end[d] = cases[i][6];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "cols case %d: %s", i, nconv_last_error());
+            const char *chosen = "";
+            nconv_algorithm_chosen(ctx, &p, NCONV_DIR_BWD_D, &chosen);
+            CHECK(!strcmp(chosen, "igemm_cols"), "cols case %d: bwd_d runs %s", i, chosen);
+            operands r, a, b;
+            operands_make3(&r, &a, &b, &p, layout, &rng);
+            r.has_b = a.has_b = b.has_b = 1;
+            r.epi = a.epi = b.epi = (nconv_epilogue){i % 2 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 1.0};
+            const int special = i == 2;
+            for (int k = 0; special && k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 0, INFINITY);
+            run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+            struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx}};
+            for (int o = 0; o < 2; o++) {
+                if (special) {
+                    int64_t numel = 1, bad = -1;
+                    for (int k = 0; k < outs[o].y->rank; k++) numel *= outs[o].y->shape[k];
+                    for (int64_t e = 0; e < numel && bad < 0; e++) {
+                        int64_t rem = e, off = 0;
+                        for (int k = outs[o].y->rank - 1; k >= 0; k--)
+                            off += (rem % outs[o].y->shape[k]) * outs[o].y->t.stride[k], rem /= outs[o].y->shape[k];
+                        const double va = nconv__load(outs[o].x->buf, p.dtype, off), vr = nconv__load(outs[o].y->buf, p.dtype, off);
+                        if (isnan(va) != isnan(vr) || isinf(va) != isinf(vr)) bad = e;
+                    }
+                    CHECK(bad < 0, "cols case %d layout %d: %s[%lld] differs in class from the reference", i, layout,
+                          outs[o].n, (long long)bad);
+                } else {
+                    const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
+                    CHECK(e <= tolerance(p.dtype), "cols case %d layout %d: %s err %g", i, layout, outs[o].n, e);
+                }
+                CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
+                      "cols case %d layout %d: %s differs between 1 and 3 threads", i, layout, outs[o].n);
             }
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
@@ -930,6 +995,7 @@ int main(void) {
     test_grouped();
     test_pointwise();
     test_planes();
+    test_cols();
     test_wide_channels();
     test_panel_major();
     test_many_taps();
