@@ -1,12 +1,15 @@
 /*
- * Micro-kernel benchmark: each 6 x 16 kernel of every ISA this CPU runs (and
- * the 7 x 16 indirect-B kernel where a table has one), on
+ * Micro-kernel benchmark: every kernel of the GEMM family (the rows come from
+ * NCONV_GEMM_KERNELS in kernels.h) of every ISA this CPU runs, on
  * cache-resident operands, against the measured FMA peak (nconv bench's
  * register-only loop, tools/nconv/peak.c, as wide as the ISA's vectors: 16
- * lanes for AVX-512, 8 otherwise). Usage: kernel_bench [kc]
+ * lanes for AVX-512, 8 otherwise). The all-panels (np) kernels run on two
+ * column panels (6 x 32, or 7 x 32), the form the framework calls wherever a
+ * tile meets two panels. Usage: kernel_bench [kc]
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../src/kernels/kernels.h"
@@ -19,30 +22,83 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Cache-resident operands of one kernel call: A (packed, up to 7 rows, or row pointers), B (packed
+ * panels, or row pointers), C of two panels, its row pointers, and the reduction length. */
+typedef struct operands {
+    int64_t kc;
+    const float *a, *w, *const *rows, *const *brows;
+    float *c, *const *crow, *init;
+} operands;
+
+/* One call of each kernel type, as the framework makes it: mr rows, two panels for np. */
+static void call_f32_igemm(nconv_f32_igemm_fn f, const operands *o, int64_t mr) {
+    f(mr, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, o->crow, o->init, 0);
+}
+static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow, o->init, 0);
+}
+static void call_f32_igemm_planes(nconv_f32_igemm_planes_fn f, const operands *o, int64_t mr) {
+    (void)mr;
+    f(2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->c, 8, o->init, 0); /* channel j at c + 8 * j */
+}
+static void call_f32_gemm_ib(nconv_f32_gemm_ib_fn f, const operands *o, int64_t mr) {
+    f(mr, NCONV_NR, o->kc, o->a, o->brows, 0, o->c, 2 * NCONV_NR, 1);
+}
+static void call_f32_gemm_ib_np(nconv_f32_gemm_ib_np_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->brows, 0, 16, o->c, 2 * NCONV_NR, 1);
+}
+static void call_f32_gemm(nconv_f32_gemm_fn f, const operands *o, int64_t mr) {
+    f(mr, NCONV_NR, o->kc, o->a, o->w, o->c, 2 * NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
+}
+static void call_f32_gemm_np(nconv_f32_gemm_np_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->w, 16, o->c, 2 * NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
+}
+
+/* The panels a call of slot `slot` computes (np kernels: two). */
+static int64_t panels_of(const char *slot) { return strstr(slot, "_np") || strstr(slot, "planes") ? 2 : 1; }
+
+/* The best GFLOP/s of 5 timed trials of reps calls. */
+#define TIME_KERNEL(slot, type, function, avx2, avx512)                                                        \
+    if (k->slot) {                                                                                             \
+        const int64_t mr = strstr(#function, "7x16") ? 7 : NCONV_MR, np = panels_of(#slot);                    \
+        const int64_t reps = (int64_t)(1e9 / (2.0 * mr * NCONV_NR * np * (double)o->kc)) / (k->isa ? 1 : 20); \
+        double best = 1e30;                                                                                    \
+        for (int trial = 0; trial < 5; trial++) {                                                              \
+            const double t0 = now();                                                                           \
+            for (int64_t i = 0; i < reps; i++) call_##type(k->slot, o, mr);                                    \
+            const double t = now() - t0;                                                                       \
+            if (t < best) best = t;                                                                            \
+        }                                                                                                      \
+        const double g = 2.0 * (double)(mr * NCONV_NR * np) * (double)o->kc * (double)reps / best * 1e-9;      \
+        if (g > gf[n]) gf[n] = g;                                                                              \
+        names[n++] = #function;                                                                                \
+    }
+
+/* One round over the GEMM family's kernels of table k: their GFLOP/s into gf, names into names. */
+static int round_of(const nconv_kernels *k, const operands *o, double *gf, const char **names) {
+    int n = 0;
+    NCONV_GEMM_KERNELS(TIME_KERNEL)
+    return n;
+}
+
 int main(int argc, char **argv) {
     const int64_t kc = argc > 1 ? atoll(argv[1]) : 256;
     float *a = aligned_alloc(64, sizeof(float) * (size_t)(kc * 7 + 64)); /* packed A of up to 7 rows */
-    float *w = aligned_alloc(64, sizeof(float) * (size_t)(kc * NCONV_NR + 64));
-    float c[NCONV_MR][NCONV_NR], init[NCONV_NR] = {0}, init2[2 * NCONV_NR] = {0};
+    float *w = aligned_alloc(64, sizeof(float) * (size_t)(kc * 2 * NCONV_NR + 64));
+    static float c[7 * NCONV_MR][2 * NCONV_NR], init[2 * NCONV_NR];
     for (int64_t i = 0; i < kc * 7; i++) a[i] = 1e-3f * (float)(i % 7);
-    for (int64_t i = 0; i < kc * NCONV_NR; i++) w[i] = 1e-3f * (float)(i % 5);
+    for (int64_t i = 0; i < kc * 2 * NCONV_NR; i++) w[i] = 1e-3f * (float)(i % 5);
     const float *rows[NCONV_MR];
     /* gemm_ib reads B rows through pointers: consecutive rows of w. */
     const float **brows = malloc(sizeof(float *) * (size_t)kc);
     for (int64_t k = 0; k < kc; k++) brows[k] = w + k * NCONV_NR;
     float *crow[NCONV_MR];
     for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r];
+    const operands o = {kc, a, w, rows, brows, c[0], crow, init};
     /* This VM's clock drifts by tens of percent within seconds: each figure is
      * the best of several rounds, the peak included, so the ratio compares
      * the best each loop reached. */
-    /* The all-panels variants run two column panels (6 x 32; the second panel's B 16 floats on):
-     * the AVX-512 kernels take them together, sharing each broadcast of A. */
-    enum { ROUNDS = 4, KERNELS = 7 };
-    const char *const names[KERNELS] = {"f32_gemm_6x16",    "f32_igemm_6x16",    "f32_gemm_ib_6x16",
-                                        "f32_gemm_6x16 x2", "f32_igemm_6x16 x2", "f32_gemm_ib_6x16 x2",
-                                        "f32_gemm_ib_7x16 x2"};
-    float c2[7][2 * NCONV_NR], *crow2[NCONV_MR];
-    for (int r = 0; r < NCONV_MR; r++) crow2[r] = c2[r];
+    enum { ROUNDS = 4, MAX_KERNELS = 16 };
     for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;
@@ -51,38 +107,17 @@ int main(int argc, char **argv) {
             continue;
         }
         const int lanes = isa == NCONV_ISA_AVX512 ? 16 : 8;
-        double gf[KERNELS] = {0}, peak = 0;
+        double gf[MAX_KERNELS] = {0}, peak = 0;
+        const char *names[MAX_KERNELS];
+        int n = 0;
         for (int round = 0; round < ROUNDS; round++) {
             const double p = fma_peak_gflops_lanes(1, lanes);
             if (p > peak) peak = p;
-            for (int which = 0; which < KERNELS; which++) {
-                if (which == 6 && !k->gemm_ib7_np) continue;
-                const int64_t np = which < 3 ? 1 : 2, mr = which == 6 ? 7 : NCONV_MR;
-                const int64_t reps = (int64_t)(1e9 / (2.0 * mr * NCONV_NR * np * (double)kc)) / (isa ? 1 : 20);
-                double best = 1e30;
-                for (int trial = 0; trial < 5; trial++) {
-                    double t0 = now();
-                    for (int64_t i = 0; i < reps; i++) {
-                        if (which == 0) k->gemm(NCONV_MR, NCONV_NR, kc, a, w, c[0], NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
-                        else if (which == 1) k->igemm(NCONV_MR, NCONV_NR, kc, 1, rows, 0, NULL, w, crow, init, 0);
-                        else if (which == 2) k->gemm_ib(NCONV_MR, NCONV_NR, kc, a, brows, 0, c[0], NCONV_NR, 1);
-                        else if (which == 3)
-                            k->gemm_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, w, 16, c2[0], 2 * NCONV_NR, NULL,
-                                       NCONV_GEMM_ACCUMULATE);
-                        else if (which == 4) k->igemm_np(NCONV_MR, 2, NCONV_NR, kc, 1, rows, 0, NULL, w, 16, crow2, init2, 0);
-                        else if (which == 5) k->gemm_ib_np(NCONV_MR, 2, NCONV_NR, kc, a, NCONV_MR, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
-                        else k->gemm_ib7_np(7, 2, NCONV_NR, kc, a, 7, brows, 0, 16, c2[0], 2 * NCONV_NR, 1);
-                    }
-                    double t = now() - t0;
-                    if (t < best) best = t;
-                }
-                const double g = 2.0 * (double)mr * NCONV_NR * (double)np * (double)kc * (double)reps / best * 1e-9;
-                if (g > gf[which]) gf[which] = g;
-            }
+            n = round_of(k, &o, gf, names);
         }
-        for (int which = 0; which < KERNELS; which++)
-            if (gf[which] > 0) printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[which], gf[which],
-                   peak > 0 ? 100 * gf[which] / peak : 0);
+        for (int i = 0; i < n; i++)
+            printf("%-8s %-22s %8.1f GFLOP/s  %5.1f%% of peak\n", k->name, names[i], gf[i],
+                   peak > 0 ? 100 * gf[i] / peak : 0);
         printf("%-8s FMA peak (%d lanes, 1 thread, best of %d rounds): %.1f GFLOP/s; kc = %lld\n", k->name, lanes,
                ROUNDS, peak, (long long)kc);
     }

@@ -10,10 +10,13 @@
  * - the depthwise row kernels of every ISA (sweep_dw_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
- * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's. */
+ * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's;
+ * - the tables against the kernel lists of kernels.h (check_tables). */
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
+
+#include <stddef.h>
 
 static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
     const int64_t kcs[] = {1, 2, 5, 16, 67}, kss[] = {1, 2, 3, 9};
@@ -706,8 +709,36 @@ static void wino_isas_agree(const nconv_kernels *a, const nconv_kernels *b, uint
     }
 }
 
+/* Each table holds what the kernel lists of kernels.h name for its ISA: every slot filled but
+ * where a list says NONE, with the function of the ISA its column names. */
+#define EXPECT_GENERIC(slot, type, function, avx2, avx512) \
+    CHECK((const void *)k->slot == (const void *)nconv_##function##__generic, "generic %s", #slot);
+#define EXPECT_AVX2(slot, type, function, avx2, avx512) \
+    CHECK((const void *)k->slot == (const void *)NCONV_KERNEL_##avx2(function), "avx2 %s", #slot);
+#define EXPECT_AVX512(slot, type, function, avx2, avx512) \
+    CHECK((const void *)k->slot == (const void *)NCONV_KERNEL_##avx512(function), "avx512 %s", #slot);
+#define COUNT_SLOT(slot, type, function, avx2, avx512) +1
+static void check_tables(void) {
+    const nconv_kernels *k = nconv__kernels_for(NCONV_ISA_GENERIC);
+    CHECK(k && k->isa == NCONV_ISA_GENERIC && !strcmp(k->name, "generic"), "the generic table");
+    if (k) { NCONV_KERNELS(EXPECT_GENERIC) }
+#if defined(__x86_64__) || defined(_M_X64)
+    k = nconv__kernels_for(NCONV_ISA_AVX2);
+    CHECK(k && k->isa == NCONV_ISA_AVX2 && !strcmp(k->name, "avx2"), "the avx2 table");
+    if (k) { NCONV_KERNELS(EXPECT_AVX2) }
+    k = nconv__kernels_for(NCONV_ISA_AVX512);
+    CHECK(k && k->isa == NCONV_ISA_AVX512 && !strcmp(k->name, "avx512"), "the avx512 table");
+    if (k) { NCONV_KERNELS(EXPECT_AVX512) }
+#endif
+    /* every slot is in a list: the table is the two header fields and one pointer per line */
+    CHECK(sizeof(nconv_kernels) == offsetof(nconv_kernels, name) + sizeof(const char *) +
+                                       (0 NCONV_KERNELS(COUNT_SLOT)) * sizeof(void (*)(void)),
+          "nconv_kernels has slots no list names");
+}
+
 int main(void) {
     uint64_t krng = 77;
+    check_tables();
     for (int isa = NCONV_ISA_BEST; isa >= NCONV_ISA_GENERIC; isa--) {
         const nconv_kernels *k = nconv__kernels_for((nconv_isa)isa);
         if (!k) continue;

@@ -36,9 +36,10 @@ enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4 };
     const float *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off; \
     const float *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off; \
     const float *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
-typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+typedef void nconv_f32_igemm_t(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int flags);
+typedef nconv_f32_igemm_t *nconv_f32_igemm_fn;
 
 /*
  * np column panels of one tile in one call, as np calls of the kernel above
@@ -46,9 +47,10 @@ typedef void (*nconv_f32_igemm_fn)(int64_t mr, int64_t nc, int64_t kc, int64_t k
  * init + q * 16 (from C when init is NULL) and writes columns q * 16 + j of
  * the c rows, j < 16, or j < nc_last in the last panel.
  */
-typedef void (*nconv_f32_igemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+typedef void nconv_f32_igemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                       const float *const *a, int64_t a_off, const float *zero, const float *w,
                                       int64_t ws, float *const *c, const float *init, int flags);
+typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
 
 /*
  * The same reduction for a whole tile of 6 rows and np column panels (as
@@ -58,34 +60,31 @@ typedef void (*nconv_f32_igemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, i
  * j < nc_last in the last panel. init is required (no accumulation);
  * NCONV_IGEMM_RELU applies. Each panel has the sums of a call for it alone.
  */
-typedef void (*nconv_f32_igemm_planes_fn)(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
+typedef void nconv_f32_igemm_planes_t(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
                                           int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
                                           int64_t ldc, const float *init, int flags);
+typedef nconv_f32_igemm_planes_t *nconv_f32_igemm_planes_fn;
 
 /*
  * GEMM with indirect B rows, up to 6 x 16:
  *   C[r][j] (+)= sum_{k < kc} a[k * 6 + r] * b[k][boff + j]       (r < mr, j < nc)
  * Only columns < nc of each B row are read; with accumulate == 0, C is not read.
  */
-typedef void (*nconv_f32_gemm_ib_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
+typedef void nconv_f32_gemm_ib_t(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                      int64_t boff, float *c, int64_t ldc, int accumulate);
+typedef nconv_f32_gemm_ib_t *nconv_f32_gemm_ib_fn;
 /* np column panels in one call, as np calls of the kernel above (the same
  * sums, bit for bit): panel q reads columns boff + q * bs + j of the B rows
  * and writes c + q * 16 + j, j < 16, or j < nc_last in the last panel. A is
  * read as a[k * lda + r] (lda 6: packed; otherwise rows of a matrix, which
  * may overlap: lda < 6 is allowed). */
-typedef void (*nconv_f32_gemm_ib_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+typedef void nconv_f32_gemm_ib_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                         int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
                                         int accumulate);
+typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
 
 /* The same with up to 7 rows (mr <= 7, A read as a[k * lda + r] for r < 7), for tile rows that
  * come in sevens (W-folded 7-tap thin inputs); NULL in tables without one. */
-void nconv_f32_gemm_ib_7x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                        int64_t ldc, int accumulate);
-void nconv_f32_gemm_ib_7x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                       int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                       int64_t ldc, int accumulate);
 
 /*
  * Packed GEMM, up to 6 x 16 (the BLIS micro-kernel):
@@ -94,29 +93,35 @@ void nconv_f32_gemm_ib_7x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
  * rinit is NULL). b is 32-byte aligned; rows r < mr, columns j < nc are written.
  */
 enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2 };
-typedef void (*nconv_f32_gemm_fn)(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
+typedef void nconv_f32_gemm_t(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
+typedef nconv_f32_gemm_t *nconv_f32_gemm_fn;
 /* np column panels in one call, as np calls of the kernel above (the same
  * sums, bit for bit): panel q reads b + q * bs and writes c + q * 16 + j,
  * j < 16, or j < nc_last in the last panel. A is read as a[k * lda + r]
  * (lda 6: packed; larger: rows of a matrix whose k-th row holds the six). */
-typedef void (*nconv_f32_gemm_np_fn)(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
+typedef void nconv_f32_gemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
+typedef nconv_f32_gemm_np_t *nconv_f32_gemm_np_fn;
 
 /* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
-typedef void (*nconv_f32_dwconv_fn)(int64_t channels, int64_t ks, const float *const *rows, const float *w,
+typedef void nconv_f32_dwconv_t(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                                     const float *init, float *out, int relu);
+typedef nconv_f32_dwconv_t *nconv_f32_dwconv_fn;
 /* acc[i] += a[i] * b[i] for i < n. */
-typedef void (*nconv_f32_vmacc_fn)(int64_t n, const float *a, const float *b, float *acc);
+typedef void nconv_f32_vmacc_t(int64_t n, const float *a, const float *b, float *acc);
+typedef nconv_f32_vmacc_t *nconv_f32_vmacc_fn;
 
 /* Depthwise on rows of one channel (pixels are the vector dimension), for
  * r < rows, j < n, t < ks:
  * dwrow: out[r * out_pitch + j] = act(init + sum_t w[t] * src[t][r * src_pitch + j]);
  * dwdot: acc[t] += sum_{r, j} a[r * a_pitch + j] * src[t][r * src_pitch + j]. */
-typedef void (*nconv_f32_dwrow_fn)(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
+typedef void nconv_f32_dwrow_t(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
                                    const float *w, float init, float *out, int64_t out_pitch, int relu);
-typedef void (*nconv_f32_dwdot_fn)(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
+typedef nconv_f32_dwrow_t *nconv_f32_dwrow_fn;
+typedef void nconv_f32_dwdot_t(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
                                    const float *const *src, int64_t src_pitch, float *acc);
+typedef nconv_f32_dwdot_t *nconv_f32_dwdot_fn;
 
 /*
  * Backward-weights of small groups (q = input = output channels per group,
@@ -126,8 +131,9 @@ typedef void (*nconv_f32_dwdot_fn)(int64_t rows, int64_t n, int64_t ks, const fl
  * i.e. dw[group][o][l % q][tap t] of the 8 channels. dy and x[t] point at
  * the block's first channel; a zero tap is a pointer to 8 zeros with xs 0.
  */
-typedef void (*nconv_f32_gbw_fn)(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy,
+typedef void nconv_f32_gbw_t(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy,
                                  int64_t dys, const float *const *x, int64_t xs, float *acc, int64_t ats);
+typedef nconv_f32_gbw_t *nconv_f32_gbw_fn;
 
 /*
  * Forward (and stride-1 backward-data) of small groups, 8 channels (8 / q
@@ -135,12 +141,14 @@ typedef void (*nconv_f32_gbw_fn)(int64_t n, int64_t q, int64_t o0, int64_t no, i
  *   dst[i * ds + l] = act(init[l] (or 0) + sum_{t < ks, j < q} w[(t * q + j) * 8 + l] * src[t][i * ss + (l / q) * q + j])
  * src[t] points at tap t's 8 channels for pixel 0; taps share the pixel
  * stride ss, so a tap of padding points at zeros as long as the run. */
-typedef void (*nconv_f32_gfwd_fn)(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss,
+typedef void nconv_f32_gfwd_t(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss,
                                   const float *w, const float *init, float *dst, int64_t ds, int relu);
+typedef nconv_f32_gfwd_t *nconv_f32_gfwd_fn;
 
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
-typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
+typedef void nconv_f32_transpose_t(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
+typedef nconv_f32_transpose_t *nconv_f32_transpose_fn;
 
 /*
  * Winograd F(4x4, 3x3) transforms (src/algo/winograd.c), channels as the
@@ -157,148 +165,85 @@ typedef void (*nconv_f32_transpose_fn)(int64_t rows, int64_t cols, const float *
  * wgrad: dst[(3 * kh + kw) * ds + c] = (G^T S G)[kh][kw] with S[i][j] = s[(6 * i + j) * xs + c], c < n,
  *        plus s2[(6 * i + j) * xs + c] (one float addition) when s2 is not NULL.
  */
-typedef void (*nconv_f32_wino_in_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-typedef void (*nconv_f32_wino_out_fn)(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
+typedef void nconv_f32_wino_in_t(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+typedef nconv_f32_wino_in_t *nconv_f32_wino_in_fn;
+typedef void nconv_f32_wino_out_t(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
                                       int relu);
-typedef void (*nconv_f32_wino_w_fn)(const float *g, float *dst, int64_t xs);
-typedef void (*nconv_f32_wino_dy_fn)(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-typedef void (*nconv_f32_wino_wgrad_fn)(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
-void nconv_f32_wino_dy__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_wgrad__generic(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
-void nconv_f32_wino_in__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_out__generic(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst,
-                                 int relu);
-void nconv_f32_wino_w__generic(const float *g, float *dst, int64_t xs);
+typedef nconv_f32_wino_out_t *nconv_f32_wino_out_fn;
+typedef void nconv_f32_wino_w_t(const float *g, float *dst, int64_t xs);
+typedef nconv_f32_wino_w_t *nconv_f32_wino_w_fn;
+typedef void nconv_f32_wino_dy_t(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
+typedef nconv_f32_wino_dy_t *nconv_f32_wino_dy_fn;
+typedef void nconv_f32_wino_wgrad_t(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
+typedef nconv_f32_wino_wgrad_t *nconv_f32_wino_wgrad_fn;
 
 /* Channel sums in double, four lanes by row mod 4, each adding its rows in order:
  *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
-typedef void (*nconv_f32_chsum_fn)(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
-void nconv_f32_chsum__generic(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
-void nconv_f32_dwconv__generic(int64_t channels, int64_t ks, const float *const *rows, const float *w,
-                               const float *init, float *out, int relu);
-void nconv_f32_vmacc__generic(int64_t n, const float *a, const float *b, float *acc);
-void nconv_f32_dwrow__generic(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
-                              const float *w, float init, float *out, int64_t out_pitch, int relu);
-void nconv_f32_dwdot__generic(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
-                              const float *const *src, int64_t src_pitch, float *acc);
-void nconv_f32_gbw__generic(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
-                            const float *const *x, int64_t xs, float *acc, int64_t ats);
-void nconv_f32_gfwd__generic(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
-                             const float *init, float *dst, int64_t ds, int relu);
-void nconv_f32_igemm_6x16_planes__generic(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
-                                          int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
-                                          int64_t ldc, const float *init, int flags);
-void nconv_f32_transpose__generic(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
-void nconv_f32_igemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                   int64_t a_off, const float *zero, const float *w, float *const *c,
-                                   const float *init, int flags);
-void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
-                                      const float *const *a, int64_t a_off, const float *zero, const float *w,
-                                      int64_t ws, float *const *c, const float *init, int flags);
-void nconv_f32_gemm_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
-                                  int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
-                                     const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
-                                     int flags);
-void nconv_f32_gemm_ib_6x16__generic(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
-                                     int64_t boff, float *c, int64_t ldc, int accumulate);
-void nconv_f32_gemm_ib_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                        int64_t ldc, int accumulate);
-#if defined(__x86_64__) || defined(_M_X64)
-void nconv_f32_dwconv__avx2(int64_t channels, int64_t ks, const float *const *rows, const float *w,
-                            const float *init, float *out, int relu);
-void nconv_f32_vmacc__avx2(int64_t n, const float *a, const float *b, float *acc);
-void nconv_f32_dwrow__avx2(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
-                           const float *w, float init, float *out, int64_t out_pitch, int relu);
-void nconv_f32_dwdot__avx2(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
-                           const float *const *src, int64_t src_pitch, float *acc);
-void nconv_f32_gbw__avx2(int64_t n, int64_t q, int64_t o0, int64_t no, int64_t nt, const float *dy, int64_t dys,
-                         const float *const *x, int64_t xs, float *acc, int64_t ats);
-void nconv_f32_gfwd__avx2(int64_t n, int64_t q, int64_t ks, const float *const *src, int64_t ss, const float *w,
-                          const float *init, float *dst, int64_t ds, int relu);
-void nconv_f32_igemm_6x16_planes__avx2(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
-                                       int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
-                                       int64_t ldc, const float *init, int flags);
-void nconv_f32_transpose__avx2(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
-void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
-void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_out__avx2(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
-void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs);
-void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_wgrad__avx2(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
-void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
-                               int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
-                                  const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
-                                  int64_t boff, float *c, int64_t ldc, int accumulate);
-void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                     int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                     int64_t ldc, int accumulate);
-void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
-                                int flags);
-void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
-                                   const float *const *a, int64_t a_off, const float *zero, const float *w,
-                                   int64_t ws, float *const *c, const float *init, int flags);
-/* The 6 x 16 tile kernels, the Winograd tile transforms and the channel sums
- * again with 512-bit registers; the AVX-512 table takes every other kernel
- * from AVX2. */
-void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                  int64_t a_off, const float *zero, const float *w, float *const *c,
-                                  const float *init, int flags);
-void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
-                                     const float *const *a, int64_t a_off, const float *zero, const float *w,
-                                     int64_t ws, float *const *c, const float *init, int flags);
-void nconv_f32_wino_in__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_wino_out__avx512(int64_t n, const float *m, int64_t xs, const float *init, float *const *dst, int relu);
-void nconv_f32_wino_dy__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
-void nconv_f32_chsum__avx512(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
-void nconv_f32_igemm_6x16_planes__avx512(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,
-                                         int64_t a_off, const float *zero, const float *w, int64_t ws, float *c,
-                                         int64_t ldc, const float *init, int flags);
-void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
-                                 int64_t ldc, const float *rinit, int flags);
-void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                    int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
-                                    int flags);
-void nconv_f32_transpose__avx512(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd);
-void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
-                                    int64_t boff, float *c, int64_t ldc, int accumulate);
-void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                       int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                       int64_t ldc, int accumulate);
-#endif
-
+typedef void nconv_f32_chsum_t(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
+typedef nconv_f32_chsum_t *nconv_f32_chsum_fn;
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
 enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 
+/*
+ * Every kernel, one line in the list of its family:
+ *   X(slot, type, function, avx2, avx512)
+ * puts nconv_<function>__generic (of type nconv_<type>_t) into table slot `slot` of the
+ * portable table, and into the AVX2 and AVX-512 tables the function of the ISA those
+ * columns name (avx2 or avx512; NONE: the slot is empty, NULL). Kernels live in
+ * src/kernels/{generic,x86_avx2,x86_avx512}/, a file per kernel or per set of variants
+ * of one, named for it (f32_igemm_6x16.c: the tile and its np and planes variants;
+ * f32_wino_4x3.c: the F(4x4, 3x3) transforms). The declarations below, the tables
+ * (registry.c), kernel_bench's rows and test_kernels' check of the tables come from
+ * these lists: adding a kernel is a line here and its code for each ISA.
+ */
+#define NCONV_GEMM_KERNELS(X)                                                   \
+    X(igemm, f32_igemm, f32_igemm_6x16, avx2, avx512)                           \
+    X(igemm_np, f32_igemm_np, f32_igemm_6x16_np, avx2, avx512)                  \
+    X(igemm_planes, f32_igemm_planes, f32_igemm_6x16_planes, avx2, avx512)      \
+    X(gemm_ib, f32_gemm_ib, f32_gemm_ib_6x16, avx2, avx512)                     \
+    X(gemm_ib_np, f32_gemm_ib_np, f32_gemm_ib_6x16_np, avx2, avx512)            \
+    X(gemm, f32_gemm, f32_gemm_6x16, avx2, avx512)                              \
+    X(gemm_np, f32_gemm_np, f32_gemm_6x16_np, avx2, avx512)                     \
+    X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)
+#define NCONV_LAYOUT_KERNELS(X)                                                 \
+    X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
+    X(chsum, f32_chsum, f32_chsum, avx2, avx512)
+#define NCONV_DEPTHWISE_KERNELS(X)                                              \
+    X(dwconv, f32_dwconv, f32_dwconv, avx2, avx2)                               \
+    X(vmacc, f32_vmacc, f32_vmacc, avx2, avx2)                                  \
+    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx2)                                  \
+    X(dwdot, f32_dwdot, f32_dwdot, avx2, avx2)
+#define NCONV_GROUPED_KERNELS(X)                                                \
+    X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
+    X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
+#define NCONV_WINOGRAD_KERNELS(X)                                               \
+    X(wino_in, f32_wino_in, f32_wino_in, avx2, avx512)                          \
+    X(wino_out, f32_wino_out, f32_wino_out, avx2, avx512)                       \
+    X(wino_w, f32_wino_w, f32_wino_w, avx2, avx2)                               \
+    X(wino_dy, f32_wino_dy, f32_wino_dy, avx2, avx512)                          \
+    X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)
+#define NCONV_KERNELS(X)                                                        \
+    NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
+    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X)
+
+/* The function of slot `function` for an ISA column of the lists (NONE: NULL). */
+#define NCONV_KERNEL_avx2(function) nconv_##function##__avx2
+#define NCONV_KERNEL_avx512(function) nconv_##function##__avx512
+#define NCONV_KERNEL_NONE(function) NULL
+#define NCONV_DECLARE_avx2(type, function) nconv_##type##_t nconv_##function##__avx2;
+#define NCONV_DECLARE_avx512(type, function) nconv_##type##_t nconv_##function##__avx512;
+#define NCONV_DECLARE_NONE(type, function)
+#define NCONV_DECLARE_KERNEL(slot, type, function, avx2, avx512)                \
+    nconv_##type##_t nconv_##function##__generic;                               \
+    NCONV_DECLARE_##avx2(type, function) NCONV_DECLARE_##avx512(type, function)
+NCONV_KERNELS(NCONV_DECLARE_KERNEL)
+
 /* The kernels of one ISA; all share the 6 x 16 tile (gemm_ib7_np: 7 x 16). */
+#define NCONV_KERNEL_SLOT(slot, type, function, avx2, avx512) nconv_##type##_fn slot;
 typedef struct nconv_kernels {
     nconv_isa isa;
     const char *name;
-    nconv_f32_igemm_fn igemm;
-    nconv_f32_igemm_np_fn igemm_np;
-    nconv_f32_igemm_planes_fn igemm_planes;
-    nconv_f32_gemm_ib_fn gemm_ib;
-    nconv_f32_gemm_ib_np_fn gemm_ib_np;
-    nconv_f32_gemm_fn gemm;
-    nconv_f32_gemm_np_fn gemm_np;
-    nconv_f32_transpose_fn transpose;
-    nconv_f32_chsum_fn chsum;
-    nconv_f32_dwconv_fn dwconv;
-    nconv_f32_vmacc_fn vmacc;
-    nconv_f32_dwrow_fn dwrow;
-    nconv_f32_dwdot_fn dwdot;
-    nconv_f32_gbw_fn gbw;
-    nconv_f32_gfwd_fn gfwd;
-    nconv_f32_wino_in_fn wino_in;
-    nconv_f32_wino_out_fn wino_out;
-    nconv_f32_wino_w_fn wino_w;
-    nconv_f32_wino_dy_fn wino_dy;
-    nconv_f32_wino_wgrad_fn wino_wgrad;
-    nconv_f32_gemm_ib_np_fn gemm_ib7_np; /* may be NULL */
+    NCONV_KERNELS(NCONV_KERNEL_SLOT)
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };

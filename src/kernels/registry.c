@@ -6,33 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The tables, from the kernel lists of kernels.h. */
+#define SLOT_GENERIC(slot, type, function, avx2, avx512) .slot = nconv_##function##__generic,
+#define SLOT_AVX2(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_##avx2(function),
+#define SLOT_AVX512(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_##avx512(function),
 static const nconv_kernels tables[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    /* AVX-512: its own 6 x 16 GEMM tiles (and 7 x 16 indirect-B), Winograd tile transforms, channel sums and
-     * transpose, the rest AVX2's; AVX2 has no 7 x 16 kernel */
-    {NCONV_ISA_AVX512, "avx512",
-     nconv_f32_igemm_6x16__avx512, nconv_f32_igemm_6x16_np__avx512, nconv_f32_igemm_6x16_planes__avx512,
-     nconv_f32_gemm_ib_6x16__avx512, nconv_f32_gemm_ib_6x16_np__avx512, nconv_f32_gemm_6x16__avx512,
-     nconv_f32_gemm_6x16_np__avx512, nconv_f32_transpose__avx512, nconv_f32_chsum__avx512, nconv_f32_dwconv__avx2,
-     nconv_f32_vmacc__avx2, nconv_f32_dwrow__avx2, nconv_f32_dwdot__avx2, nconv_f32_gbw__avx2, nconv_f32_gfwd__avx2,
-     nconv_f32_wino_in__avx512, nconv_f32_wino_out__avx512, nconv_f32_wino_w__avx2, nconv_f32_wino_dy__avx512,
-     nconv_f32_wino_wgrad__avx2, nconv_f32_gemm_ib_7x16_np__avx512},
-    {NCONV_ISA_AVX2, "avx2",
-     nconv_f32_igemm_6x16__avx2, nconv_f32_igemm_6x16_np__avx2, nconv_f32_igemm_6x16_planes__avx2,
-     nconv_f32_gemm_ib_6x16__avx2, nconv_f32_gemm_ib_6x16_np__avx2, nconv_f32_gemm_6x16__avx2,
-     nconv_f32_gemm_6x16_np__avx2, nconv_f32_transpose__avx2, nconv_f32_chsum__avx2, nconv_f32_dwconv__avx2,
-     nconv_f32_vmacc__avx2, nconv_f32_dwrow__avx2, nconv_f32_dwdot__avx2, nconv_f32_gbw__avx2, nconv_f32_gfwd__avx2,
-     nconv_f32_wino_in__avx2, nconv_f32_wino_out__avx2, nconv_f32_wino_w__avx2, nconv_f32_wino_dy__avx2,
-     nconv_f32_wino_wgrad__avx2, NULL},
+    {.isa = NCONV_ISA_AVX512, .name = "avx512", NCONV_KERNELS(SLOT_AVX512)},
+    {.isa = NCONV_ISA_AVX2, .name = "avx2", NCONV_KERNELS(SLOT_AVX2)},
 #endif
-    {NCONV_ISA_GENERIC, "generic",
-     nconv_f32_igemm_6x16__generic, nconv_f32_igemm_6x16_np__generic, nconv_f32_igemm_6x16_planes__generic,
-     nconv_f32_gemm_ib_6x16__generic, nconv_f32_gemm_ib_6x16_np__generic, nconv_f32_gemm_6x16__generic,
-     nconv_f32_gemm_6x16_np__generic, nconv_f32_transpose__generic, nconv_f32_chsum__generic,
-     nconv_f32_dwconv__generic, nconv_f32_vmacc__generic, nconv_f32_dwrow__generic, nconv_f32_dwdot__generic,
-     nconv_f32_gbw__generic, nconv_f32_gfwd__generic, nconv_f32_wino_in__generic, nconv_f32_wino_out__generic,
-     nconv_f32_wino_w__generic, nconv_f32_wino_dy__generic, nconv_f32_wino_wgrad__generic,
-     nconv_f32_gemm_ib_7x16_np__generic},
+    {.isa = NCONV_ISA_GENERIC, .name = "generic", NCONV_KERNELS(SLOT_GENERIC)},
 };
 
 /* The ISA and the cap are found once per process (a thread-safe cache): the
