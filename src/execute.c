@@ -187,11 +187,14 @@ nconv_status nconv__oplan_choose(nconv_context *ctx, nconv_oplan *o, const unsig
 }
 
 void nconv__layout_copies(const nconv_oplan *o, nconv_layout layout, int with_z, unsigned copies[3]) {
-    const int nxc = layout == NCONV_LAYOUT_NXC && o->p.dtype == NCONV_F32;
-    for (int d = 0; d < 3; d++) copies[d] = nxc ? 0 : NCONV_COPY_BOTH;
+    const int f32 = o->p.dtype == NCONV_F32, nxc = layout == NCONV_LAYOUT_NXC && f32;
+    /* Dense NCHW activations of one channel are channels-last as well (the core's x has C
+     * channels, its y O, in every direction). */
+    const unsigned ncx = (o->c.C == 1 ? 0u : NCONV_COPY_X) | (o->c.O == 1 ? 0u : NCONV_COPY_Y);
+    for (int d = 0; d < 3; d++) copies[d] = nxc ? 0 : layout == NCONV_LAYOUT_NCX && f32 ? ncx : NCONV_COPY_BOTH;
     /* z is added while the output is scattered from its copy */
-    if (nxc && with_z && !o->backward)
-        copies[nconv__oplan_fwd_dir(o)] = o->p.transposed ? NCONV_COPY_X : NCONV_COPY_Y;
+    if (f32 && layout != NCONV_LAYOUT_ANY && with_z && !o->backward)
+        copies[nconv__oplan_fwd_dir(o)] |= o->p.transposed ? NCONV_COPY_X : NCONV_COPY_Y;
 }
 
 /* --------------------------------------------------------------- execution */
@@ -310,7 +313,8 @@ static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_
  * (xname, yname: the core x's and y's names in the call). */
 static nconv_status check_copies(unsigned planned, unsigned actual, const char *xname, const char *yname) {
     if (!(actual & ~planned)) return NCONV_OK;
-    return INVALID("%s: the plan was made for dense channels-last f32 activations (layout NXC); this one is not",
+    return INVALID("%s: its strides need a channels-last copy, which the plan was not made for (the layout of "
+                   "its desc: a plan for NCONV_LAYOUT_ANY takes any strides)",
                    actual & ~planned & NCONV_COPY_X ? xname : yname);
 }
 

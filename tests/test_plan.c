@@ -334,8 +334,8 @@ static void test_misuse(void) {
                     "variant pack dx is set, but a forward plan does not use it");
         const nconv_variant_pack with_z = {.x = &o.x.t, .w = &o.w.t, .z = &o.ref.t, .y = &o.y.t};
         CHECK_ERROR(nconv_plan_execute(plan, &with_z), NCONV_INVALID_ARGUMENT, "made without it (desc with_z = 0)");
-        CHECK_ERROR(plan_forward(plan, &o, &o.w.t, NULL), NCONV_INVALID_ARGUMENT, "x: the plan was made for dense "
-                                                                               "channels-last");
+        CHECK_ERROR(plan_forward(plan, &o, &o.w.t, NULL), NCONV_INVALID_ARGUMENT,
+                    "x: its strides need a channels-last copy, which the plan was not made for");
         CHECK_ERROR(nconv_plan_execute(plan, NULL), NCONV_INVALID_ARGUMENT, "vp is NULL");
         nconv_tensor nowhere = o.w.t;
         nowhere.data = NULL;
