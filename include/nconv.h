@@ -112,7 +112,8 @@ typedef enum nconv_direction {
 typedef enum nconv_algo_policy {
     NCONV_POLICY_HEURISTIC = 0, /* first applicable algorithm in preference order */
     NCONV_POLICY_BENCHMARK = 1, /* time the applicable algorithms that fit the heuristic's workspace once
-                                   per problem (on trial operands), cache the winner */
+                                   per problem (on trial operands, where they fit the memory limit; else the
+                                   heuristic's choice), cache the winner */
     NCONV_POLICY_FORCED = 2     /* the algorithm named by nconv_context_set_algorithm */
 } nconv_algo_policy;
 

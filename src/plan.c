@@ -328,10 +328,11 @@ size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_directio
     return need;
 }
 
-/* Dense zeros of the core's x, w and y (channels-last where copies has no copy of them),
- * at *x, *w, *y in one block of the context's allocator; NULL when it is out of memory. */
+/* A block of the context's allocator: ws bytes of workspace, then dense zeros of the core's
+ * x, w and y (channels-last where copies has no copy of them) at *x, *w, *y; NULL where it
+ * would break the memory limit or the allocation fails. */
 static void *trial_operands(nconv_context *ctx, const nconv_core *c, unsigned copies, size_t ws, nconv_view *x,
-                            nconv_view *w, nconv_view *y, void **wsp) {
+                            nconv_view *w, nconv_view *y) {
     const size_t es = nconv_dtype_size(c->dt);
     const int64_t kk[3] = {c->k[0], c->k[1], c->k[2]};
     struct { nconv_view *v; int64_t a, b; const int64_t *sp; int nxc; } ops[3] = {
@@ -342,7 +343,8 @@ static void *trial_operands(nconv_context *ctx, const nconv_core *c, unsigned co
         at[i] = total;
         total += nconv__ws_round(es * (size_t)(ops[i].a * ops[i].b * ops[i].sp[0] * ops[i].sp[1] * ops[i].sp[2]));
     }
-    if (nconv__check_memory(ctx, total, "the benchmark policy's trial operands")) return NULL;
+    const size_t limit = nconv__ctx_memory_limit(ctx);
+    if (limit && total > limit) return NULL;
     char *mem = nconv__alloc(ctx, total);
     if (!mem) return NULL;
     memset(mem, 0, total);
@@ -360,7 +362,6 @@ static void *trial_operands(nconv_context *ctx, const nconv_core *c, unsigned co
             v->stride[d] = st, st *= v->shape[d];
         }
     }
-    *wsp = mem;
     return mem;
 }
 
@@ -374,13 +375,12 @@ nconv_status nconv__choose_timed(nconv_context *ctx, const nconv_core *c, nconv_
     /* The candidates: what fits the heuristic's workspace */
     const size_t room = nconv__algo_need(h, c, dir, threads, copies);
     nconv_view x, w, y;
-    void *ws;
-    void *mem = trial_operands(ctx, c, copies, room, &x, &w, &y, &ws);
-    if (!mem)
-        return nconv__error(NCONV_OUT_OF_MEMORY,
-                            "nconv: cannot allocate the benchmark policy's trial operands and workspace (%zu bytes "
-                            "of workspace)", room);
-    nconv_arena arena = {ws, room + 64, 0};
+    void *mem = trial_operands(ctx, c, copies, room, &x, &w, &y);
+    if (!mem) { /* no room for trials: the heuristic's choice, not remembered */
+        *out = h;
+        return NCONV_OK;
+    }
+    nconv_arena arena = {mem, room + 64, 0};
     const nconv_exec e = {c, dir, &x, &w, &y, NULL, &arena, threads, &ctx->pool, NULL, NULL, 0, nconv__kernels(), NULL};
     double best = 0;
     nconv_status st = NCONV_OK;

@@ -2,10 +2,10 @@
  * nconv bench: times each problem and direction from the plain user layout
  * (every internal transform included): one warm-up run, then repeated runs
  * until MIN_RUNS and MIN_SECONDS are both reached; reports the median. Each
- * is timed twice: as one-shot calls (ms) and through a plan made beforehand
- * whose weights were given once (plan_ms: forward and bwd_d run on packed
- * weights; bwd_w has none to give). The oneDNN peer runs between two halves
- * of nconv's runs, and its median is reported beside.
+ * is timed twice, run by run in turn: as one-shot calls (ms) and through a
+ * plan made beforehand whose weights were given once (plan_ms: forward and
+ * bwd_d run on packed weights; bwd_w has none to give). The oneDNN peer runs
+ * between two halves of nconv's runs, and its median is reported beside.
  * With no problem given it runs the embedded default suite.
  */
 #include "cli.h"
@@ -56,18 +56,20 @@ typedef struct totals {
     int n_ratio;
 } totals;
 
-/* Runs of one problem and direction (through plan, or one-shot calls where it is NULL)
- * appended to times from index n, at least MIN_RUNS of them and seconds in all; returns the
- * new count. */
+/* Runs of one problem and direction, one-shot calls and the plan's in turn (so that a drift
+ * of the machine reaches both alike), appended to times and plan_times from index n, at least
+ * MIN_RUNS of each and seconds in all; returns the new count. */
 static int time_runs(nconv_context *ctx, run_data *d, int dir, const nconv_plan *plan, double seconds, double *times,
-                     int n) {
+                     double *plan_times, int n) {
     double spent = 0;
     for (int k = 0; n < 2 * MAX_RUNS && (k < MIN_RUNS || spent < seconds); k++, n++) {
-        const double t0 = now_seconds();
-        if (plan) run_plan(plan, d, dir);
-        else run_dir(ctx, d, dir);
+        double t0 = now_seconds();
+        run_dir(ctx, d, dir);
         times[n] = now_seconds() - t0;
-        spent += times[n];
+        t0 = now_seconds();
+        run_plan(plan, d, dir);
+        plan_times[n] = now_seconds() - t0;
+        spent += times[n] + plan_times[n];
     }
     return n;
 }
@@ -274,10 +276,9 @@ int cmd_bench(int argc, char **argv) {
                  * execution, taking the cores from whatever runs next (measured:
                  * nconv 1.45x slower at 2 threads right after oneDNN), so nconv
                  * resumes only after a pause. */
-                /* The plan's runs (prepacked weights) sit between the one-shot calls and the peer. */
                 double times[2 * MAX_RUNS], plan_times[2 * MAX_RUNS], dnnl_times[MAX_RUNS];
-                int n = time_runs(ctx, &d, dir, NULL, MIN_SECONDS / 2, times, 0), nd = 0, have_peer = dnnl != NULL;
-                int np = time_runs(ctx, &d, dir, plan, MIN_SECONDS / 2, plan_times, 0);
+                int n = time_runs(ctx, &d, dir, plan, MIN_SECONDS, times, plan_times, 0), nd = 0;
+                int have_peer = dnnl != NULL;
                 if (have_peer) {
                     double spent = 0;
                     have_peer = !onednn_run(dnnl); /* warm-up */
@@ -289,12 +290,11 @@ int cmd_bench(int argc, char **argv) {
                     }
                     pause_seconds(PEER_PAUSE);
                 }
-                np = time_runs(ctx, &d, dir, plan, MIN_SECONDS / 2, plan_times, np);
-                n = time_runs(ctx, &d, dir, NULL, MIN_SECONDS / 2, times, n);
+                n = time_runs(ctx, &d, dir, plan, MIN_SECONDS, times, plan_times, n);
                 nconv_plan_destroy(plan);
                 run_data_free(&d);
                 const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
-                const double plan_ms = 1e3 * median(plan_times, np);
+                const double plan_ms = 1e3 * median(plan_times, n);
                 const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, nd) : 0;
                 const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
                 const double plan_ratio = have_peer ? dnnl_ms / plan_ms : 0;
