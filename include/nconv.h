@@ -455,11 +455,14 @@ NCONV_API nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem
 /** Bytes of workspace an execution of the plan needs (0 is possible). */
 NCONV_API nconv_status nconv_plan_workspace_size(const nconv_plan *plan, size_t *bytes);
 
-/** The plan's weights [like w] and bias [out_channels] (may be NULL), kept
- *  until new ones are given: copied, and packed where the plan's algorithm
- *  packs (forward; backward's dx; double backward's conv(ggx, w)). Executions
- *  that pass w (or bias) use theirs instead. w NULL drops the plan's weights
- *  and bias. On failure the plan keeps what it had. */
+/** The plan's weights [like w] and bias [out_channels] (may be NULL; forward
+ *  plans only), kept until new ones are given: copied, and packed where the
+ *  plan's algorithm packs (igemm's panels; Winograd's transformed weights, four
+ *  times their size) for the direction that reads them (forward; backward's
+ *  dx; double backward's conv(ggx, w)), so the plan holds up to twice the
+ *  weights (five times for Winograd). Executions that pass w use theirs
+ *  instead. w NULL drops the plan's weights and bias. On failure the plan
+ *  keeps what it had. */
 NCONV_API nconv_status nconv_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias);
 
 /** A new batch size (>= 0) for the plan: its pieces, threads and workspace
@@ -486,9 +489,12 @@ typedef struct nconv_variant_pack {
     size_t workspace_size;
 } nconv_variant_pack;
 
-/** Executes the plan's op on the operands of vp. w and bias may be NULL where
- *  the plan has weights. Backward computes the outputs vp gives, which must be
- *  among the plan's. */
+/** Executes the plan's op on the operands of vp, whose shapes are those of the
+ *  plan's problem at its current batch (a tensor carries strides, not a shape:
+ *  after nconv_plan_reshape the caller passes tensors of the new batch). w may
+ *  be NULL where the plan has weights: the plan's weights, and its bias unless
+ *  vp gives one, are used; a vp that gives w uses its own bias (NULL: none).
+ *  Backward computes the outputs vp gives, which must be among the plan's. */
 NCONV_API nconv_status nconv_plan_execute(const nconv_plan *plan, const nconv_variant_pack *vp);
 
 /** Frees the plan and its weights (NULL: nothing). */

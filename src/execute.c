@@ -191,7 +191,7 @@ void nconv__layout_copies(const nconv_oplan *o, nconv_layout layout, int with_z,
     /* Dense NCHW activations of one channel are channels-last as well (the core's x has C
      * channels, its y O, in every direction). */
     const unsigned ncx = (o->c.C == 1 ? 0u : NCONV_COPY_X) | (o->c.O == 1 ? 0u : NCONV_COPY_Y);
-    for (int d = 0; d < 3; d++) copies[d] = nxc ? 0 : layout == NCONV_LAYOUT_NCX && f32 ? ncx : NCONV_COPY_BOTH;
+    for (int d = 0; d < 3; d++) copies[d] = nxc ? NCONV_ACTS_NXC : layout == NCONV_LAYOUT_NCX && f32 ? ncx : NCONV_COPY_BOTH;
     /* z is added while the output is scattered from its copy */
     if (f32 && layout != NCONV_LAYOUT_ANY && with_z && !o->backward)
         copies[nconv__oplan_fwd_dir(o)] |= o->p.transposed ? NCONV_COPY_X : NCONV_COPY_Y;
@@ -306,13 +306,13 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
 static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_view *y, const nconv_epi *epi) {
     if (!x || !y) return NCONV_COPY_BOTH;
     const nconv_exec e = {.dir = dir, .x = x, .y = y, .epi = epi};
-    return nconv__exec_copies(&e);
+    return nconv__exec_copies(&e) | (nconv__view_is_nxc_f32(x) && nconv__view_is_nxc_f32(y) ? NCONV_ACTS_NXC : 0u);
 }
 
 /* NCONV_INVALID_ARGUMENT when the views need a channels-last copy the plan has no room for
  * (xname, yname: the core x's and y's names in the call). */
 static nconv_status check_copies(unsigned planned, unsigned actual, const char *xname, const char *yname) {
-    if (!(actual & ~planned)) return NCONV_OK;
+    if (!(actual & ~planned & NCONV_COPY_BOTH)) return NCONV_OK;
     return INVALID("%s: its strides need a channels-last copy, which the plan was not made for (the layout of "
                    "its desc: a plan for NCONV_LAYOUT_ANY takes any strides)",
                    actual & ~planned & NCONV_COPY_X ? xname : yname);

@@ -267,6 +267,9 @@ int nconv__parallel_width(const nconv_exec *e);
  * f32 already, and its output when z is given (nconv__nxc_input, _output).
  * A workspace query knows no layouts: it counts both. */
 enum { NCONV_COPY_X = 1, NCONV_COPY_Y = 2, NCONV_COPY_BOTH = 3 };
+/* Beside the copies, planning knows where the activations are channels-last (x and y): the
+ * heuristic then passes over the algorithms for NCHW planes (nconv_algo.suits). */
+enum { NCONV_ACTS_NXC = 4 };
 unsigned nconv__exec_copies(const nconv_exec *e);
 
 /* Internal statuses of nconv_algo.run (never returned to callers): the algorithm

@@ -513,8 +513,8 @@ static int planes_applies(const nconv_core *c, nconv_direction dir, const char *
     return 0;
 }
 
-/* Only where the activations may be NCHW: channels-last ones would always be declined. */
-static int planes_suits(unsigned copies) { return (copies & NCONV_COPY_BOTH) == NCONV_COPY_BOTH; }
+/* Not where the activations are channels-last: they would always be declined. */
+static int planes_suits(unsigned copies) { return !(copies & NCONV_ACTS_NXC); }
 
 /* Operands that are not dense NCHW f32 planes are declined (igemm computes them). */
 const nconv_algo nconv_algo_igemm_planes = {.name = "igemm_planes", .applies = planes_applies,
