@@ -31,7 +31,7 @@ int nconv__add_ok(int64_t a, int64_t b, int64_t *out);
 
 /* A direct (non-transposed) convolution, always 3 spatial dims: lower-rank
  * problems get leading size-1 dims. Transposed problems are mapped onto
- * this form by swapping the roles of input and output (see api.c). */
+ * this form by swapping the roles of input and output (see execute.c). */
 typedef struct nconv_core {
     int nd;                 /* spatial dims of the user's problem */
     int64_t N, C, O, G;     /* batch, input channels, output channels, groups */

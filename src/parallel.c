@@ -18,7 +18,7 @@
  * virtual machine (a call runs several regions: packing, the GEMM, layout
  * changes). The spin is short, so idle workers leave the cores soon after
  * a call (OpenMP runtimes spin longer by default). */
-enum { SPIN_NS = 200000 }; /* 200 us: on 2 threads 2-15% faster than none or 50 us on 1x1 layers */
+enum { SPIN_NS = 200000 }; /* 200 us (BENCHMARKS.md, the measurements behind choices) */
 
 static int64_t now_ns(void) {
     struct timespec t;

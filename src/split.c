@@ -22,7 +22,7 @@
  * every bit of the result, does not depend on the thread count; each more
  * thread adds its scratch (tens to hundreds of KiB) to the need, and a call
  * whose threads' scratch would break the context's memory limit runs on
- * fewer (api.c). f32 only.
+ * fewer (execute.c). f32 only.
  */
 #include "internal.h"
 

@@ -8,8 +8,8 @@
  *          (stride 1: a forward over dy with the taps flipped)
  *   bwd_w: dw[g q + o][i][t] = sum_p dy[p][g q + o] * x[pix(p, t)][g q + i]
  *
- * A GEMM per group would be q x q: a 6 x 16 tile would be mostly padding
- * (igemm runs ResNeXt's groups at 2-5% of peak). Here channels are the
+ * A GEMM per group would be q x q: a 6 x 16 tile would be mostly padding.
+ * Here channels are the
  * vector dimension, 8 / q groups per register, and a vector of the other
  * operand is spread over its groups' lanes (an in-lane permute; a broadcast
  * for q = 8) once per group channel: in bwd_w one dy vector serves every tap (gbw micro-kernel),

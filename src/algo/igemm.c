@@ -115,15 +115,13 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
     g->bw_swap = eff_c > 1.1 * eff_o;
     /* With several threads each packs x's column panels for its own dy^T row tiles: all of x,
      * per thread. Swapped, each packs x^T for its own tiles only and reads dy's rows in place,
-     * which suits rows shorter than 2 KiB (longer ones fold onto few L1 sets: res5b_reduce's 2 KiB
-     * rows ran 1.4x slower swapped, res2b-res4b_reduce's 7-10% faster). Every product and sum is
-     * the same either way (a * b = b * a, the same blocks and order): no bit depends on it. */
+     * which suits rows shorter than 2 KiB (longer ones fold onto few L1 sets). Every product and
+     * sum is the same either way (a * b = b * a, the same blocks and order): no bit depends on it. */
     if (threads > 1 && !g->wfold && width > g->Og && g->Og * (int64_t)sizeof(float) < 2048) g->bw_swap = 1;
     /* Unswapped, A = dy^T could be read from dy's rows in place (lda O) but for the last partial
-     * tile, though at stride O floats each k is another line. Measured it paid only for 1x1
-     * (A not reused over taps) with rows of 256 B and x read in place too (see bw_range's pack):
-     * res2a_1x1 at 2 threads 1.0 -> 0.75 ms, at 1 thread the same; with C = 256 (res2b_reduce)
-     * 5-10% slower at 1 thread. The products and sums are those of the packed tiles. */
+     * tile, though at stride O floats each k is another line. That pays only for 1x1 (A not
+     * reused over taps) with rows of 256 B and x read in place too (see bw_range's pack). The
+     * products and sums are those of the packed tiles. */
     g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
     /* W-folded swapped rows of 7 taps x 3 channels (the RGB stem) fill 6-row tiles to 21 of 24. */
     const nconv_f32_gemm_ib_np_fn ib7 = nconv__kernels()->gemm_ib7_np;

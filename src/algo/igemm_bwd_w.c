@@ -44,7 +44,7 @@ static void lanes_add(const nconv_kernels *k, double *lane, int64_t ls, const fl
 
 /* lane[(p % OS) % 4][ch] += dy[p][ch] for pixels [p0, p0 + n) and channels
  * [ch0, ch0 + nch): a dy block that packing has just brought to L2 (summing
- * dy apart read it from memory again: 15% of a 1x1 bwd_w). */
+ * dy apart would read it from memory again). */
 static void bias_lanes(const bw_ctx *bc, double *lane, int64_t p0, int64_t n, int64_t ch0, int64_t nch) {
     const int64_t O = bc->c->O, OS = bc->g.OS;
     for (int64_t p = p0; p < p0 + n;) {
@@ -119,8 +119,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 const int64_t full = g->Og / MR < t_hi ? g->Og / MR : t_hi;
                 for (int64_t k = 0; k < kc; k++) {
                     const float *src = dyrows[k] + gi * g->Og;
-                    /* dy streams from memory (megabytes, read once per block): the misses
-                     * of its rows were 60% of this copy in res2a_1x1's bwd_w. */
+                    /* dy streams from memory (megabytes, read once per block): its rows are
+                     * fetched ahead of the copy. */
                     if (k + 8 < kc)
                         for (int64_t o = t_lo * MR; o < t_hi * MR; o += 16)
                             __builtin_prefetch(dyrows[k + 8] + gi * g->Og + o);
@@ -179,8 +179,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         for (int64_t k = 0; k < kc; k++) {
                             const float *src = xrows[k] + j0 + q * NR;
                             float *dst = bpack + (q * KC + k) * NR;
-                            /* Each row gives one line per panel, a miss at memory latency (this copy
-                             * was 20% of res2b_reduce's bwd_w): the next pair's is fetched now. */
+                            /* Each row gives one line per panel, a miss at memory latency: the next
+                             * pair's is fetched now. */
                             if (j0 + (q + 2) * NR < cols_n) __builtin_prefetch(src + 2 * NR);
                             if (q + 1 < np || nc_last == NR)
                                 memcpy(dst, src, sizeof(float) * NR);
@@ -335,7 +335,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
         return;
     }
     /* Taps innermost and dense (OIHW): per output channel a [taps][Cg] -> [Cg][taps] transpose
-     * (the scalar loop was a fifth of res5b_3x3's bwd_w). */
+     * (a scalar loop is too slow for deep layers' megabytes). */
     int dense_taps = wf && !g->bw_swap && !g->wfold && g->KS > 1 && !d->accumulate;
     for (int64_t t = 0; t < g->KS && dense_taps; t++) dense_taps = d->toff[t] == t;
     for (int64_t row = r0; row < r1 && dense_taps; row++) {

@@ -147,7 +147,7 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
                 wq[(q0 / wd * g->Og + o) * wd + r] = q < Q ? wload(w, o, q % g->Cg, q / g->Cg) : 0.0f;
             }
     /* Without left padding or unread trailing columns, the W-padded dx is dx's own layout: the
-     * sums go there directly (the copy after was 4% of wav2vec2's first layer). */
+     * sums go there directly, without a copy after. */
     const int direct = c->G == 1 && c->pb[2] == 0 && g->iw_pad == c->in[2];
     if (direct) pad = dst;
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
@@ -203,7 +203,7 @@ static nconv_status cols_run(const nconv_exec *e) {
     float *dst = nconv__nxc_output(out, epi, xb, &fuse);
     const wsrc ws_ = {e->w, b.toff};
     float *col = nconv__arena_take(e->ws, s.cols);
-    /* The padded dx lives after the NHWC dx in xb, where it is copied (see sizes()). */
+    /* The padded dx lives after the NHWC dx in xb, where it is copied (see nconv__igemm_sizes). */
     float *pad = xb + (copies & NCONV_COPY_X ? c->N * g.IS * c->C : 0);
     if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm_cols");
     float *dxb = fuse ? dst : xb;

@@ -57,8 +57,7 @@ static int64_t bw_chunks(const nconv_core *c);
 
 static int planes_shape(const nconv_core *c, nconv_direction dir) {
     if (c->dt != NCONV_F32) return 0;
-    /* bwd_w reduces over pixels: small planes lose no lanes (res5b_reduce's 7 x 7: 4% faster at
-     * 2 threads than through NHWC, the same at 1) */
+    /* bwd_w reduces over pixels: small planes lose no lanes */
     if (dir == NCONV_DIR_BWD_W) return is_1x1(c) && bw_block(c) > 0;
     if (nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
     if (is_1x1(c)) return 1;
@@ -185,7 +184,7 @@ static void gather_tile(const nconv_core *c, const nconv_view *x, const float *x
 /* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages
  * apart, so each row tile writes its rows for all pt tiles in turn, and B
  * is copied for all of them at once: both touch each page once per unit
- * rather than once per tile (measured 1.2-1.5x on 56x56 planes). */
+ * rather than once per tile. */
 static void run_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_core *c = pc->e->c;
@@ -220,9 +219,7 @@ static void run_task(void *arg, int tid, int nthreads) {
                 for (int64_t p0 = q0; p0 < q1; p0 += NR)
                     gather_tile(c, src, sg, p0, q1 - p0 < NR ? q1 - p0 : NR, k0, kc, bpack + (p0 - q0) / NR * kc * NR);
             /* Planes in groups of KGROUP: each tile's rows of the group are one contiguous run
-             * of bpack (a k at a time, the stores went to every tile, 16 KiB apart: at 2 threads
-             * 8-9% slower on 56 x 56 layers, the same at 1; groups of 16 and more were faster
-             * still at 2 threads, 5-8% slower at 1). */
+             * of bpack (a k at a time, the stores would go to every tile, 16 KiB apart). */
             for (int64_t kg = 0; kg < kc && !pc->gather; kg += KGROUP) {
                 const int64_t ke = kc - kg < KGROUP ? kc : kg + KGROUP;
                 /* Each k is another plane: too many streams for the hardware prefetcher (the
@@ -308,8 +305,7 @@ static nconv_status planes_run(const nconv_exec *e) {
  * sums, added in chunk order afterwards; threads take whole chunks. Else
  * threads own row tiles (when O >= C) or pairs of column panels, and each
  * packs the other side whole: the smaller one (with small weights each
- * thread transposed all of x and dy: res2a_1x1 ran 1.5x faster on two
- * threads than on one). Every dw element adds its blocks in (n, p) order
+ * thread would transpose all of x and dy). Every dw element adds its blocks in (n, p) order
  * within a chunk, the chunks in order; chunks depend on the problem alone,
  * so the sums do not depend on the thread count. db's lanes, when wanted,
  * come from the transposed dy rows (lane: the pixel's index mod 4 in its
@@ -329,7 +325,7 @@ static int64_t bw_block(const nconv_core *c) {
 
 /* Pixel chunks with sums of their own (1: none), as igemm's NHWC bwd_w chooses them but at
  * most BW_MAX_CHUNKS: each chunk costs a pass over its sums, and more chunks than threads gain
- * nothing (8 against 64: 1-7% faster at 1 and at 2 threads on res2a_1x1 - res3b_reduce). */
+ * nothing. */
 static int64_t bw_chunks(const nconv_core *c) {
     const int64_t dwf = c->O * (c->C / c->G), M = c->N * nconv__core_out_spatial(c), kc = bw_block(c);
     if (dwf > (64 << 10) || kc == 0) return 1;
@@ -360,7 +356,7 @@ typedef struct pbw_ctx {
 
 /* Row tiles [t0, t1) and column panels [q0, q1) over pixels [m_lo, m_hi) into acc and, when
  * not NULL, lanes (zeroed by the caller). The first block's kernel calls write the sums
- * unzeroed (zeroing them first was 4% of res3b_reduce's time at 2 threads). */
+ * unzeroed (no pass to zero them first). */
 static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, int64_t q0, int64_t q1, int64_t m_lo,
                       int64_t m_hi, float *acc_all, double *lanes) {
     const nconv_core *c = b->e->c;

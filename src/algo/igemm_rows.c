@@ -25,7 +25,7 @@ typedef struct row_ctx {
     const float *init; /* [G][panels][NR] */
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
-    float *planes;     /* NCHW f32 output written in place (dst unused), see igemm_run */
+    float *planes;     /* NCHW f32 output written in place (dst unused), see nconv__igemm_rows_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
     int64_t njobs, total_cost; /* sum of unit_cost over every unit */
@@ -408,7 +408,7 @@ typedef struct pack_ctx {
  * after panel, with all of a row's taps at once. Panel by panel and tap by
  * tap, each run of 16 loads would start in another row of w, kilobytes
  * apart (often a page apart): no prefetcher follows that, and deep layers'
- * megabytes of weights came at memory latency (14% of res5b_reduce bwd_d).
+ * megabytes of weights would come at memory latency.
  * Returns whether every value packed is finite. */
 static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, const job *j, int64_t p0, int64_t p1) {
     enum { KROWS = 16, TCHUNK = 64 };
@@ -596,9 +596,8 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     }
     if (panel_major) g.pack_a = 0; /* each unit would copy all of A again */
     /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
-     * stores (measured 10-15% on 1x1 and 3x3 layers of 56 x 56 and more), unless each
-     * kernel call is a short reduction whose stores would outpace the write combining
-     * (wav2vec2's first layer: 35% slower). Those get their lines prefetched for writing. */
+     * stores, unless each kernel call is a short reduction whose stores would outpace the
+     * write combining. Those get their lines prefetched for writing. */
     const size_t out_floats = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C));
     const int big = !planes && out_floats * sizeof(float) >= (4u << 20);
     const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&

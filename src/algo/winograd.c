@@ -82,17 +82,13 @@ static int64_t axis_tiles(int64_t n, int64_t d, int64_t *org) {
     return m;
 }
 
-/* The heuristic's choice among applicable algorithms. Measured against
- * igemm, fwd / bwd_d: 2-3x faster from 64 tiles of 4 x 4 (8 images of
- * 14 x 14) and from 8 channels; at 16-32 tiles (4-8 images of 7 x 7, whose
- * tiles are 30% waste; 1-2 of 14 x 14) 1.1-1.9x on 1 and 2 threads; at 8
- * tiles fwd is slower: transforming the weights (4x their size) is not paid
- * back. bwd_w transforms no weights: 1.1-1.6x faster down to 16 tiles,
- * slower with input channels under 16 (V's panels of 16 half empty). With
- * the AVX-512 kernels igemm's GEMM runs twice as fast while the transforms
- * (memory-bound) do not: at 32 tiles (8 images of 7 x 7, 512 channels)
- * Winograd was 0.9-1.0x igemm's speed on 1 thread and 0.45-0.7x on 2 in
- * every direction; from 128 tiles it stays ahead. */
+/* The heuristic's choice among applicable algorithms, against igemm: fwd
+ * and bwd_d need enough tiles to pay back transforming the weights (4x
+ * their size) and 8 channels on both sides; bwd_w transforms no weights,
+ * but input channels under 16 leave V's panels of 16 half empty. With the
+ * AVX-512 kernels igemm's GEMM runs twice as fast while the transforms
+ * (memory-bound) do not, so Winograd needs more tiles there
+ * (BENCHMARKS.md, the measurements behind choices). */
 static int wino_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t min_tiles = nconv__kernels()->isa >= NCONV_ISA_AVX512 ? 64 : 16;
     const int64_t *dst = dir == NCONV_DIR_BWD_D ? c->in : c->out;
@@ -213,7 +209,7 @@ static void wt_task(void *arg, int tid, int nthreads) {
                  * are one run): row by row, not column by column across rows a page apart. */
                 for (int64_t q = 0; q < kb; q++) {
                     /* Rows are kilobytes apart: ask for a later row's run now, or each row costs
-                     * a memory latency (58% of this task on a 512 x 512 layer). */
+                     * a memory latency. */
                     for (int64_t b = 0; q + PF_ROWS < kb && b < NR * 9 * (int64_t)sizeof(float); b += 64)
                         __builtin_prefetch((const char *)(wf + (q + PF_ROWS) * sk) + b);
                     for (int64_t l = 0; l < nl; l++) gather9(wf + q * sk + l * sj, toff, &tap[q][l]);
@@ -452,13 +448,12 @@ static nconv_status fwd_run(const nconv_exec *e) {
  * claim (kd, xi): every S element adds its blocks in block order, whatever the
  * thread count), then S is transformed into dw. Enough tiles make two slices,
  * each with its own V, Z and S, added before dw's transform: on two threads
- * each thread keeps to its slice's blocks, which otherwise went from one core's
- * cache to the other's between the two phases (res2a_3x3 at 2 threads:
- * 5.2-5.6 -> 4.2-4.7 ms).
+ * each thread keeps to its slice's blocks, which otherwise go from one core's
+ * cache to the other's between the two phases.
  */
 enum { BW_BYTES = 4 << 20, BW_MAX_T = 192 }; /* V and Z of a block, each at most; tiles per block */
 /* Two slices of the tiles when each has at least BW_SLICE_TILES: a slice costs a pass over its S,
- * which a few dozen tiles do not repay (res4b, 64 tiles a slice: 10-30% slower). */
+ * which a few dozen tiles do not repay. */
 enum { BW_SLICES = 2, BW_SLICE_TILES = 96 };
 
 typedef struct bgeo {
@@ -486,8 +481,8 @@ static void bw_geometry(const nconv_core *c, int threads, bgeo *b) {
     b->tps = nconv__div_up(b->g.tiles, b->sl);
     if (T < 1) T = 1;
     b->steps = nconv__div_up(b->tps, T);
-    /* Sliced, even blocks (res3b, 4 tiles left over per slice: 10-15% slower); one slice keeps the
-     * full first blocks (res4b, 113 + 15 tiles against 64 + 64: 10% faster). Measured, not modelled. */
+    /* Sliced, even blocks (a short last block per slice costs more than its share); one slice
+     * keeps the full first blocks. */
     if (b->sl > 1) T = nconv__div_up(b->tps, b->steps);
     else if (T > b->tps) T = b->tps;
     b->T = T > 1 ? T : 1;
@@ -551,8 +546,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
         const int64_t tl = it - (p ? bc->nt[0] : 0);
         float *Z = bc->Z[p], *V = bc->V[p];
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
-        /* The next tile's patch is requested now: its loads stalled the input transform (three
-         * quarters of its samples; res2a_3x3 at 1 thread 4.3-4.6 -> 3.9-4.1 ms). */
+        /* The next tile's patch is requested now: its loads would stall the input transform. */
         if (tl + 1 < bc->nt[p]) {
             const tile tn = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl + 1);
             if (patch_of(c, g, bc->x, bc->zero, &tn, 0, pp))
@@ -561,7 +555,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
                         for (int64_t ch = 0; ch < c->C; ch += 16) __builtin_prefetch(pp[i] + ch);
         }
         tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
-        /* Whole rows of ob floats: a copy into MR-row tiles took 15% of a layer (partial lines). */
+        /* Whole rows of ob floats: a copy into MR-row tiles would write partial lines. */
         bc->k->wino_dy(bc->on, (const float *const *)ysrc, Z + tl * ob, T * ob, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = V + kd * XI * CP * T * NR + tl * NR;

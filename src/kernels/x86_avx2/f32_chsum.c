@@ -43,8 +43,8 @@ static void chsum_rows(int64_t n, int64_t cols, const float *x, int64_t ld, doub
 
 /* Blocks of rows (128 KiB, a multiple of 4 rows: each keeps its lane) go
  * through all channels before the next: eight channels are half a cache
- * line, and walking all rows per eight channels read wide rows (256
- * channels and more) from memory twice (18% of res2a_expand bwd_w). */
+ * line, and walking all rows per eight channels would read wide rows (256
+ * channels and more) from memory twice. */
 void nconv_f32_chsum__avx2(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls) {
     int64_t rb = (128 << 10) / (int64_t)sizeof(float) / (ld > 0 ? ld : 1);
     rb = rb < 4 ? 4 : rb - rb % 4;

@@ -96,7 +96,7 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 }
 
 /* All column panels of a tile in one call: the per-call set-up (A rows,
- * C rows, the framework's loop) was 17% of a 1x1 layer of 64 channels. */
+ * C rows, the framework's loop) once per tile, not per panel. */
 void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
                                    const float *const *a, int64_t a_off, const float *zero, const float *w,
                                    int64_t ws, float *const *c, const float *init, int flags) {
@@ -112,7 +112,7 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
     const float *const *const at = a;
     const float *const w0 = w;
     /* Outputs far larger than the caches, written with plain stores: each one
-     * missed for ownership in turn (wav2vec2's first layer: 15% of its time). */
+     * would miss for ownership in turn. */
     const int64_t next_tile = flags & NCONV_IGEMM_PREFETCH ? 6 * (c[1] - c[0]) : 0;
 /* Column panel q: its initial values, the reduction, relu, the store, the next tile's lines. */
 #define NP_PANEL(reduce)                                                                                          \

@@ -104,7 +104,7 @@ void nconv_f32_wino_w__avx2(const float *g, float *dst, int64_t xs) {
         for (int i = 0; i < 6; i++) w3(t + 3 * i, 1, u[h] + 6 * i, 1);
     }
     /* Both halves of a line one after the other: the 36 lines are written whole, not halves
-     * of 36 lines and then their other halves (measured 15% of a 7 x 7 layer's winograd). */
+     * of 36 lines and then their other halves. */
     for (int i = 0; i < 36; i++) _mm256_storeu_ps(dst + i * xs, u[0][i]), _mm256_storeu_ps(dst + i * xs + 8, u[1][i]);
 }
 

@@ -21,9 +21,9 @@ static inline __m256 nconv__avx512_hi(__m512 v) {
  * The 6 x 16 tiles of the AVX-512 kernels split each reduction in two:
  * even k into one set of six accumulators, odd k into another, summed at the
  * end. One 16-wide accumulator per row gives six FMA chains, fewer than FMA
- * latency x FMA pipes (4 x 2 where this was measured: six chains ran at 75%
- * of the 512-bit peak, twelve at 100%). Every AVX-512 6 x 16 kernel sums in
- * this order, so the one-panel and all-panels igemm kernels agree bit for bit.
+ * latency x FMA pipes (4 x 2 on the CPUs it was written for). Every AVX-512
+ * 6 x 16 kernel sums in this order, so the one-panel and all-panels igemm
+ * kernels agree bit for bit.
  */
 
 /* Reduction steps with A packed six to a step (ak[r], r < 6; the GEMM and

@@ -75,7 +75,7 @@ void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
     for (; q + 1 < np; q += 2) {
         const int64_t off = boff + q * bs;
         /* C is a running sum too large for the caches (backward-weights of wide
-         * layers): its lines were 40% of this kernel's time, missed at the end. */
+         * layers): its lines are fetched ahead instead of missed at the end. */
         if (accumulate)
             for (int64_t r = 0; r < mr; r++) {
                 __builtin_prefetch(c + r * ldc + q * 16, 1, 3);

@@ -102,7 +102,7 @@ void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks
 }
 
 /* Two column panels at once: each broadcast of A feeds both, so loads per FMA
- * drop from 7/6 to 2/3 (one panel ran at 83% of the peak, bound by loads).
+ * drop from 7/6 to 2/3 (one panel is bound by loads).
  * The same sums per panel as the one-panel kernel, bit for bit. */
 #define FMA12(e, f, bq, br, k)                                                                            \
     do {                                                                                                  \
