@@ -40,57 +40,52 @@ static nconv_status check_desc(const nconv_plan_desc *d) {
     return NCONV_OK;
 }
 
-/* Plans each part of desc's op for problem p (keep: with the algorithms pl has): copies per
- * core direction given (the one-shot calls), or NULL for desc's layout; threads within room
- * bytes (0: the memory limit). Leaves the weights alone. */
+/* Part o of a plan (forward or backward) of problem p for desc's layout, keeping the algorithms
+ * it had where keep is set. */
+static nconv_status plan_part(nconv_context *ctx, nconv_oplan *o, const nconv_problem *p, const nconv_epilogue *epi,
+                              int backward, unsigned outputs, const nconv_plan_desc *d, int with_z, size_t room,
+                              int keep) {
+    const nconv_algo *algo[3];
+    memcpy(algo, o->algo, sizeof algo);
+    nconv_status st = nconv__oplan_prepare(o, p, epi, backward, outputs);
+    if (st) return st;
+    if (keep) memcpy(o->algo, algo, sizeof algo);
+    unsigned copies[3];
+    nconv__layout_copies(o, d->layout, with_z, copies);
+    return nconv__oplan_choose(ctx, o, copies, room, keep);
+}
+
+/* Plans each part of desc's op for problem p (keep: with the algorithms pl has), their threads
+ * within room bytes (0: the memory limit). Leaves the weights alone. */
 static nconv_status plan_build(nconv_plan *pl, nconv_context *ctx, const nconv_problem *p, const nconv_plan_desc *d,
-                               const unsigned *copies, size_t room, int keep) {
+                               size_t room, int keep) {
     nconv_status st = check_desc(d);
     if (st) return st;
     const size_t limit = nconv__ctx_memory_limit(ctx);
     if (limit && (!room || limit < room)) room = limit;
-    const nconv_oplan f0 = pl->f, b0 = pl->b;
     pl->ctx = ctx, pl->desc = *d, pl->tmp = 0;
-    unsigned cp[3];
     if (d->op == NCONV_OP_FORWARD) {
-        if ((st = nconv__oplan_prepare(&pl->f, p, &d->epi, 0, 0))) return st;
-        if (keep) memcpy(pl->f.algo, f0.algo, sizeof f0.algo);
-        if (!copies) nconv__layout_copies(&pl->f, d->layout, d->with_z, cp);
-        st = nconv__oplan_choose(ctx, &pl->f, copies ? copies : cp, room, keep);
+        st = plan_part(ctx, &pl->f, p, &d->epi, 0, 0, d, d->with_z, room, keep);
         pl->need = pl->f.need;
     } else if (d->op == NCONV_OP_BACKWARD) {
-        if ((st = nconv__oplan_prepare(&pl->b, p, &d->epi, 1, d->outputs))) return st;
-        if (keep) memcpy(pl->b.algo, b0.algo, sizeof b0.algo);
-        if (!copies) nconv__layout_copies(&pl->b, d->layout, 0, cp);
-        st = nconv__oplan_choose(ctx, &pl->b, copies ? copies : cp, room, keep);
+        st = plan_part(ctx, &pl->b, p, &d->epi, 1, d->outputs, d, 0, room, keep);
         pl->need = pl->b.need;
     } else {
         /* ggy's forward terms (the second adds the first, a temporary like y, as its z), then
          * gx and gw as a backward: one workspace serves them in turn, beside the temporary */
+        const unsigned ggy = d->outputs & NCONV_OUT_GGY;
         const unsigned bouts = (d->outputs & NCONV_OUT_GX ? NCONV_OUT_DX : 0u) |
                                (d->outputs & NCONV_OUT_GW ? NCONV_OUT_DW : 0u);
-        size_t need = 0;
-        if (d->outputs & NCONV_OUT_GGY) {
-            if ((st = nconv__oplan_prepare(&pl->f, p, NULL, 0, 0))) return st;
-            int64_t ny = 1;
-            for (int i = 0; i < p->ndims + 2; i++) ny *= pl->f.ys[i];
-            pl->tmp = nconv__ws_round(nconv_dtype_size(p->dtype) * (size_t)ny);
-        }
+        int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS], ny = 1;
+        if ((st = nconv_problem_shapes(p, xs, ws, ys))) return st;
+        for (int i = 0; i < p->ndims + 2; i++) ny *= ys[i];
+        if (ggy) pl->tmp = nconv__ws_round(nconv_dtype_size(p->dtype) * (size_t)ny);
         const size_t calls_room = room ? (room > pl->tmp ? room - pl->tmp : 1) : 0;
-        if (d->outputs & NCONV_OUT_GGY) {
-            if (keep) memcpy(pl->f.algo, f0.algo, sizeof f0.algo);
-            nconv__layout_copies(&pl->f, d->layout, 1, cp);
-            if ((st = nconv__oplan_choose(ctx, &pl->f, cp, calls_room, keep))) return st;
-            need = pl->f.need;
-        }
-        if (bouts) {
-            if ((st = nconv__oplan_prepare(&pl->b, p, NULL, 1, bouts))) return st;
-            if (keep) memcpy(pl->b.algo, b0.algo, sizeof b0.algo);
-            nconv__layout_copies(&pl->b, d->layout, 0, cp);
-            if ((st = nconv__oplan_choose(ctx, &pl->b, cp, calls_room, keep))) return st;
-            if (pl->b.need > need) need = pl->b.need;
-        }
-        pl->need = pl->tmp + need;
+        if ((ggy && (st = plan_part(ctx, &pl->f, p, NULL, 0, 0, d, 1, calls_room, keep))) ||
+            (bouts && (st = plan_part(ctx, &pl->b, p, NULL, 1, bouts, d, 0, calls_room, keep))))
+            return st;
+        const size_t fn = ggy ? pl->f.need : 0, bn = bouts ? pl->b.need : 0;
+        pl->need = pl->tmp + (fn > bn ? fn : bn);
     }
     if (!st) pl->p = *p;
     return st;
@@ -106,7 +101,7 @@ nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const
     nconv_plan *pl = nconv__alloc(ctx, sizeof *pl);
     if (!pl) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a plan");
     memset(pl, 0, sizeof *pl);
-    if ((st = plan_build(pl, ctx, p, desc, NULL, 0, 0))) {
+    if ((st = plan_build(pl, ctx, p, desc, 0, 0))) {
         nconv__free(ctx, pl);
         return st;
     }
@@ -134,7 +129,7 @@ nconv_status nconv_plan_reshape(nconv_plan *plan, int64_t batch) {
     nconv_problem p = plan->p;
     p.batch = batch;
     nconv_plan t = *plan;
-    nconv_status st = plan_build(&t, plan->ctx, &p, &plan->desc, NULL, 0, 1);
+    nconv_status st = plan_build(&t, plan->ctx, &p, &plan->desc, 0, 1);
     if (!st) *plan = t;
     return st;
 }
@@ -285,7 +280,7 @@ nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p,
     d.with_z = op == NCONV_OP_FORWARD;
     nconv_plan pl;
     memset(&pl, 0, sizeof pl);
-    nconv_status st = plan_build(&pl, ctx, p, &d, NULL, room, 0);
+    nconv_status st = plan_build(&pl, ctx, p, &d, room, 0);
     if (st) return st;
     if (!bytes) return INVALID("bytes is NULL");
     *bytes = pl.need;
@@ -352,7 +347,7 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
     if (outputs) d.outputs = outputs; /* else every output is planned (the problem validated), none run */
     nconv_plan pl;
     memset(&pl, 0, sizeof pl);
-    nconv_status st = plan_build(&pl, ctx, p, &d, NULL, 0, 0);
+    nconv_status st = plan_build(&pl, ctx, p, &d, 0, 0);
     if (st) return st;
     const nconv_variant_pack vp = {.x = x, .w = w, .dy = dy, .ggx = ggx, .ggw = ggw, .ggb = ggb,
                                    .ggy = ggy, .gx = gx, .gw = gw};

@@ -30,13 +30,9 @@ nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *v
     const nconv_tensor *w = vp->w ? vp->w : pl->has_w ? &pl->w : NULL;
     const void *packed = vp->w ? NULL : pl->packed[p->transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD];
     const unsigned given = (ggy ? NCONV_OUT_GGY : 0u) | (gx ? NCONV_OUT_GX : 0u) | (gw ? NCONV_OUT_GW : 0u);
-    if (given & ~pl->desc.outputs)
-        return INVALID("%s is given, but the plan was made without it (desc outputs)",
-                       given & ~pl->desc.outputs & NCONV_OUT_GGY ? "ggy" : given & ~pl->desc.outputs & NCONV_OUT_GX ? "gx"
-                                                                                                             : "gw");
     int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
-    nconv_status st = nconv_problem_shapes(p, xs, ws, ys);
-    if (st) return st;
+    nconv_status st = nconv__check_outputs(given, pl->desc.outputs);
+    if (st || (st = nconv_problem_shapes(p, xs, ws, ys))) return st;
     const int r = p->ndims + 2;
     struct { const char *name; const nconv_tensor *t; int needed; } in[] = {
         {"x", x, ggw != NULL && ggy != NULL}, {"w", w, ggx != NULL && ggy != NULL},

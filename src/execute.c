@@ -438,18 +438,20 @@ void nconv__bwd_copies(const nconv_oplan *o, const nconv_bwd_ops *v, unsigned co
     }
 }
 
+nconv_status nconv__check_outputs(unsigned given, unsigned planned) {
+    static const char *const names[] = {"dx", "dw", "db", "dz", "ggy", "gx", "gw"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (given & ~planned & (1u << i))
+            return INVALID("%s is given, but the plan was made without it (desc outputs)", names[i]);
+    return NCONV_OK;
+}
+
 nconv_status nconv__bwd_check_layout(const nconv_oplan *o, const nconv_bwd_ops *v) {
-    if (v->outputs & ~o->outputs)
-        return INVALID("%s is given, but the plan was made without it (desc outputs)",
-                       v->outputs & ~o->outputs & NCONV_OUT_DX   ? "dx"
-                       : v->outputs & ~o->outputs & NCONV_OUT_DW ? "dw"
-                       : v->outputs & ~o->outputs & NCONV_OUT_DB ? "db"
-                                                                 : "dz");
-    if (!v->outputs) return NCONV_OK;
+    nconv_status st = nconv__check_outputs(v->outputs, o->outputs);
+    if (st || !v->outputs) return st;
     unsigned actual[3];
     nconv__bwd_copies(o, v, actual);
     const int t = o->p.transposed;
-    nconv_status st = NCONV_OK;
     if (v->outputs & NCONV_OUT_DX)
         st = check_copies(o->copies[nconv__oplan_dx_dir(o)], actual[nconv__oplan_dx_dir(o)], t ? "dy" : "dx",
                           t ? "dx" : "dy");

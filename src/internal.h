@@ -280,7 +280,8 @@ enum {
     NCONV__DECLINE_DATA = 101,  /* activations with Inf or NaN */
     NCONV__DECLINE_LAYOUT = 102 /* activations not in the layout the algorithm reads */
 };
-enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2, NCONV__DECLINES_LAYOUT = 4 }; /* nconv_algo.declines bits */
+/* nconv_algo.declines bits: the bit of reason r is 1 << (r - NCONV__DECLINE_W). */
+enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2, NCONV__DECLINES_LAYOUT = 4 };
 static inline int nconv__declined(nconv_status st) {
     return st == (nconv_status)NCONV__DECLINE_W || st == (nconv_status)NCONV__DECLINE_DATA ||
            st == (nconv_status)NCONV__DECLINE_LAYOUT;
@@ -486,6 +487,9 @@ struct nconv_plan {
     const void *packed[3];
 };
 
+/* NCONV_INVALID_ARGUMENT naming the first of the outputs `given` that the plan was made
+ * without (`planned`: its NCONV_OUT_* bits); NCONV_OK where there is none. */
+nconv_status nconv__check_outputs(unsigned given, unsigned planned);
 /* Double backward on a plan (derivatives.c). */
 nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *vp);
 

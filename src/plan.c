@@ -302,9 +302,7 @@ static int index_of(const nconv_algo *a) {
 
 const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nconv_direction dir, nconv_status reason,
                                    int accumulate) {
-    const unsigned bit = reason == (nconv_status)NCONV__DECLINE_W      ? NCONV__DECLINES_W
-                         : reason == (nconv_status)NCONV__DECLINE_DATA ? NCONV__DECLINES_DATA
-                                                                      : NCONV__DECLINES_LAYOUT;
+    const unsigned bit = 1u << ((int)reason - NCONV__DECLINE_W);
     for (int i = index_of(a) + 1; i < nconv__algo_count(); i++)
         if (!(algos[i]->declines[dir] & bit) && (!accumulate || algos[i]->accumulates) &&
             algos[i]->applies(c, dir, NULL))
@@ -314,11 +312,9 @@ const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nco
 
 size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     size_t need = a->workspace(c, dir, threads, copies);
-    static const nconv_status reasons[] = {(nconv_status)NCONV__DECLINE_W, (nconv_status)NCONV__DECLINE_DATA,
-                                           (nconv_status)NCONV__DECLINE_LAYOUT};
-    for (int r = 0; r < 3; r++) {
-        if (!(a->declines[dir] & (1u << r))) continue;
-        const nconv_status reason = reasons[r];
+    for (int r = NCONV__DECLINE_W; r <= NCONV__DECLINE_LAYOUT; r++) {
+        if (!(a->declines[dir] & (1u << (r - NCONV__DECLINE_W)))) continue;
+        const nconv_status reason = (nconv_status)r;
         /* with and without accumulation: a piece of either kind may decline */
         for (int acc = 0; acc < 2; acc++) {
             const size_t n = nconv__algo_need(nconv__algo_next(a, c, dir, reason, acc), c, dir, threads, copies);
