@@ -773,6 +773,72 @@ static void test_grouped(void) {
     nconv_context_destroy(ctx);
 }
 
+/* The depthwise algorithm (groups == channels): the heuristic's choice
+ * (checked) over kernels 1-9 (3, 5, 7 have their own kernel code), strides
+ * 1-2, dilations, channel counts on both sides of the 8- and 16-lane tails,
+ * every padding mode and layout, f32 / f16 / bf16, epilogues, transposed,
+ * 1-3D, bwd_d with W strides 2 and 3 (runs by phase), against the
+ * reference; the same bits for 1 and 3 threads. NCX rows of
+ * 28 pixels or more with 9 taps or fewer take the plane path, the others the
+ * channels-last run kernels (NXC directly, NCX and strided through a copy). */
+static void test_depthwise(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 31;
+    /* ndims, C, spatial size, kernel, stride, padding, dilation, padding mode, pad_end, transposed */
+    const int64_t cases[][10] = {
+        {2, 24, 30, 3, 1, 1, 1, 0, 1, 0}, {2, 20, 9, 5, 2, 2, 1, 0, 2, 0},  {2, 40, 11, 7, 1, 3, 1, 0, 3, 0},
+        {2, 17, 13, 3, 2, 1, 2, 1, 1, 0}, {1, 16, 40, 9, 1, 4, 1, 0, 4, 0}, {3, 16, 6, 3, 1, 1, 1, 0, 1, 0},
+        {2, 33, 8, 2, 1, 0, 1, 0, 1, 0},  {2, 48, 16, 5, 1, 2, 1, 2, 2, 0}, {2, 16, 29, 3, 2, 1, 1, 3, 1, 0},
+        {2, 8, 32, 1, 1, 0, 1, 0, 0, 0},  {2, 24, 20, 4, 2, 1, 1, 0, 1, 0}, {2, 16, 8, 3, 2, 1, 1, 0, 1, 1},
+        {2, 16, 30, 7, 2, 3, 1, 0, 3, 0}, {1, 9, 33, 3, 1, 1, 3, 0, 3, 0},  {2, 16, 14, 5, 3, 2, 2, 0, 2, 0},
+        {2, 16, 12, 3, 2, 2, 2, 0, 2, 0}}; /* the last two: bwd_d phases with taps d apart, one phase without taps */
+    const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_STRIDED; layout++) {
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cases[i][0]);
+            p.batch = 2, p.in_channels = p.out_channels = p.groups = cases[i][1];
+            p.padding_mode = modes[cases[i][7]];
+            p.transposed = (int)cases[i][9];
+            p.dtype = dts[(i + layout) % 3];
+            for (int d = 0; d < p.ndims; d++) {
+                p.in_size[d] = cases[i][2] + d, p.kernel[d] = cases[i][3], p.stride[d] = cases[i][4];
+                p.pad_begin[d] = cases[i][5], p.dilation[d] = cases[i][6], p.pad_end[d] = cases[i][8];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "depthwise case %d: %s", i, nconv_last_error());
+            for (int dir = 0; dir < 3; dir++) {
+                const char *chosen = "";
+                int applies = 0;
+                nconv_algorithm_applies("depthwise", &p, (nconv_direction)dir, &applies, NULL);
+                nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
+                CHECK(applies == (dir != NCONV_DIR_BWD_D || p.padding_mode == NCONV_PAD_ZEROS),
+                      "depthwise case %d dir %d: applies %d", i, dir, applies);
+                CHECK(!applies || !strcmp(chosen, "depthwise"), "depthwise case %d dir %d: the heuristic chose %s", i,
+                      dir, chosen);
+            }
+            operands r, a, b;
+            operands_make3(&r, &a, &b, &p, layout, &rng);
+            r.has_b = a.has_b = b.has_b = i % 2 == 0;
+            r.has_z = a.has_z = b.has_z = i % 3 == 1;
+            r.epi = a.epi = b.epi = (nconv_epilogue){i % 4 < 2 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.5};
+            run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+            struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
+                                                              {"dw", &a.dw, &r.dw, &b.dw}};
+            for (int o = 0; o < 3; o++) {
+                const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
+                CHECK(e <= tolerance(p.dtype), "depthwise case %d layout %d dtype %d: %s err %g", i, layout, (int)p.dtype,
+                      outs[o].n, e);
+                CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
+                      "depthwise case %d layout %d: %s differs between 1 and 3 threads", i, layout, outs[o].n);
+            }
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm_cols, backward-data for thin input channels: the heuristic's choice for bwd_d (checked)
  * of 1D and 2D layers of 1-8 input channels, plain and transposed (its forward is the core
  * bwd_d, with bias and relu in the column path's epilogue), every layout, against the reference;
@@ -993,6 +1059,7 @@ int main(void) {
     test_winograd_nonfinite();
     test_bw_chunks();
     test_grouped();
+    test_depthwise();
     test_pointwise();
     test_planes();
     test_cols();

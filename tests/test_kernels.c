@@ -7,7 +7,8 @@
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums;
- * - the depthwise row kernels of every ISA (sweep_dw_kernels);
+ * - the depthwise row kernels of every ISA (sweep_dw_kernels) and run kernels
+ *   (sweep_dwrun_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's;
@@ -201,6 +202,93 @@ static void sweep_dw_kernels(const nconv_kernels *k, uint64_t *rng) {
                           untouched, nan_kept);
                     free(vol), free(a), free(out);
                 }
+}
+
+/* The depthwise run kernels (dwrun, dwacc) against f64 sums: channels over
+ * the vector tails, runs over the 8-pixel blocks, 1-2 rows of 1-7 taps,
+ * pixel steps 1-3 and tap steps 1, -1, 2 (3, 5 and 7 taps at steps 1 / 2 and
+ * tap steps +-1 are the shapes with their own code), runs that start left of
+ * the row and end right of it (zeros there) or lie inside it, dwrun writing
+ * every pixel or every other. Rows are allocated to their width (ASan sees
+ * any read outside); dwrun's output outside the run's pixels and channels
+ * starts as NaN and stays so, relu keeps NaN. */
+static void sweep_dwrun_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t chs[] = {1, 8, 17, 40}, ns[] = {1, 7, 9, 30}, kts[] = {1, 2, 3, 5, 7}, taps[] = {1, -1, 2};
+    for (size_t ci = 0; ci < 4; ci++)
+        for (size_t ni = 0; ni < 4; ni++)
+            for (int64_t kr = 1; kr <= 2; kr++)
+                for (size_t ti = 0; ti < 5; ti++)
+                    for (int64_t step = 1; step <= 3; step++)
+                        for (size_t di = 0; di < 3; di++)
+                            for (int edge = 0; edge < 2; edge++)
+                                for (int variant = 0; variant < 4; variant++) { /* bit 0: init + relu; bit 1: out_step 2 */
+                                    const int64_t C = chs[ci], cs = C + 3, n = ns[ni], kt = kts[ti], tap = taps[di];
+                                    const int mode = variant & 1;
+                                    const int64_t ostep = variant & 2 ? 2 : 1;
+                                    const int64_t reach = (kt - 1) * (tap < 0 ? -tap : tap);
+                                    const int64_t first = edge ? -3 : (tap < 0 ? reach : 0) + 1;
+                                    const int64_t width = edge ? (n - 1) * step + 3 : first + (n - 1) * step + reach + 2;
+                                    float *row[2], *w = malloc(sizeof(float) * (size_t)(kr * kt * cs));
+                                    float *out = malloc(sizeof(float) * (size_t)(n * ostep * cs));
+                                    float *dy = malloc(sizeof(float) * (size_t)(n * cs));
+                                    float *acc = malloc(sizeof(float) * (size_t)(kr * kt * cs)), init[40];
+                                    for (int64_t r = 0; r < kr; r++) {
+                                        row[r] = malloc(sizeof(float) * (size_t)(width * cs));
+                                        for (int64_t i = 0; i < width * cs; i++) row[r][i] = (float)test_uniform(rng);
+                                    }
+                                    for (int64_t i = 0; i < kr * kt * cs; i++) w[i] = (float)test_uniform(rng), acc[i] = 0.5f;
+                                    for (int64_t i = 0; i < n * ostep * cs; i++) out[i] = NAN;
+                                    for (int64_t i = 0; i < n * cs; i++) dy[i] = (float)test_uniform(rng);
+                                    for (int64_t c = 0; c < C; c++) init[c] = (float)test_uniform(rng);
+                                    if (mode) row[0][0] = NAN; /* column 0, channel 0 */
+                                    const nconv_dw_run g = {first, step, tap, width, ostep};
+                                    const float *const *rows = (const float *const *)row;
+                                    k->dwrun(C, cs, n, kr, kt, rows, &g, w, mode ? init : NULL, out, mode);
+                                    if (mode) row[0][0] = 0.0f;
+                                    k->dwacc(C, cs, n, kr, kt, dy, rows, &g, acc);
+                                    double worst = 0;
+                                    int untouched = 1, nan_ok = 1;
+                                    for (int64_t i = 0; i < n * ostep * cs; i++) /* pixels skipped, channels past C */
+                                        if ((i / cs) % ostep || i % cs >= C) untouched = untouched && isnan(out[i]);
+                                    for (int64_t p = 0; p < n; p++)
+                                        for (int64_t c = 0; c < C; c++) {
+                                            float *o = out + p * ostep * cs + c;
+                                            double want = mode ? init[c] : 0.0;
+                                            int reads_nan = 0;
+                                            for (int64_t r = 0; r < kr; r++)
+                                                for (int64_t t = 0; t < kt; t++) {
+                                                    const int64_t col = first + p * step + t * tap;
+                                                    if (col < 0 || col >= width) continue;
+                                                    reads_nan |= mode && r == 0 && col == 0 && c == 0;
+                                                    want += (double)row[r][col * cs + c] * w[(r * kt + t) * cs + c];
+                                                }
+                                            if (reads_nan) {
+                                                nan_ok = nan_ok && isnan(*o);
+                                                continue;
+                                            }
+                                            if (mode && want < 0) want = 0;
+                                            const double e = fabs(*o - want);
+                                            if (!(e <= worst)) worst = e;
+                                        }
+                                    for (int64_t r = 0; r < kr; r++)
+                                        for (int64_t t = 0; t < kt; t++)
+                                            for (int64_t c = 0; c < C; c++) {
+                                                double want = 0.5;
+                                                for (int64_t p = 0; p < n; p++) {
+                                                    const int64_t col = first + p * step + t * tap;
+                                                    if (col >= 0 && col < width) want += (double)dy[p * cs + c] * row[r][col * cs + c];
+                                                }
+                                                const double e = fabs(acc[(r * kt + t) * cs + c] - want) / (1 + fabs(want));
+                                                if (!(e <= worst)) worst = e;
+                                            }
+                                    CHECK(worst <= 1e-5 && untouched && nan_ok,
+                                          "%s dwrun/dwacc C %lld n %lld rows %lld taps %lld step %lld tap %lld first %lld width %lld "
+                                          "variant %d: err %g, untouched %d, NaN kept %d", k->name, (long long)C, (long long)n,
+                                          (long long)kr, (long long)kt, (long long)step, (long long)tap, (long long)first,
+                                          (long long)width, variant, worst, untouched, nan_ok);
+                                    for (int64_t r = 0; r < kr; r++) free(row[r]);
+                                    free(w), free(out), free(dy), free(acc);
+                                }
 }
 
 /* The small-group backward-weights kernel: q in {2, 4, 8}, every o0 / no
@@ -748,6 +836,7 @@ int main(void) {
         }
         sweep_tile_kernels(k, &krng);
         sweep_dw_kernels(k, &krng);
+        sweep_dwrun_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);

@@ -5,12 +5,20 @@
  *   bwd_d: dx[q][c] = sum_t dy[pix'(q, t)][c] * w[c][t]   (a gather: taps whose
  *          output pixel exists; zero padding only)
  *   bwd_w: dw[c][t] = sum_p dy[p][c] * x[pix(p, t)][c]
- * Threads split pixels (fwd, bwd_d) or channel blocks (bwd_w); every output
+ * Each row of output pixels (of dx for bwd_d) is one call of a run kernel
+ * (dwrun; bwd_w: dwacc, whose tap sums stay in registers along the row): the
+ * kernel reads the K0 x K1 input rows the row needs (a row of zeros for rows
+ * in padding) and zeros for columns outside them; bwd_d with W stride s, a
+ * run per phase (dx columns of one residue mod s). Pixels that padding modes
+ * other than zeros map back into the row, and bwd_d with W strides over
+ * MAX_PHASES, take tap pointers pixel by pixel (dwconv, vmacc).
+ * Threads split rows (fwd, bwd_d) or channel blocks (bwd_w); every output
  * is summed in a fixed order, so results do not depend on the thread count.
  *
- * Data that is not channels-last f32 (NCHW, other dtypes, views) takes the
- * plane path instead, with no layout change: one channel at a time, its
- * input (x, or dy for bwd_d) is copied into a small padded volume (padding
+ * Data that is not channels-last f32 (NCHW, other dtypes, views) is copied
+ * channels-last, or, where planes pay (rows of 28 pixels or more, 9 taps or
+ * fewer), takes the plane path instead, with no layout change: one channel
+ * at a time, its input (x, or dy for bwd_d) is copied into a small padded volume (padding
  * modes applied, W split into stride phases so every tap reads a contiguous
  * run), and each output row is a sum over taps of shifted rows of it
  * (pixels are the vector dimension). bwd_d takes this path for stride 1
@@ -21,7 +29,7 @@
 
 #include <string.h>
 
-enum { CBLOCK = 64 }; /* bwd_w: channels per thread task */
+enum { CBLOCK = 16 }; /* bwd_w: threads take whole blocks of this many channels (a cache line) */
 
 static int dw_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt == NCONV_F64) {
@@ -47,15 +55,35 @@ typedef struct dw_sizes {
     size_t x, y, w, init, zero, scratch;
 } dw_sizes;
 
-static size_t sizes(const nconv_core *c, int threads, unsigned copies, dw_sizes *s) {
+/* bwd_d with W stride s: the dx columns of each residue mod s are one run
+ * (dwrun writing every s-th pixel), over the taps of that residue (wph, the
+ * taps packed by phase); for strides up to MAX_PHASES. */
+enum { MAX_PHASES = 16 };
+
+static int64_t gcd(int64_t a, int64_t b) {
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
+static int use_phases(const nconv_core *c, nconv_direction dir) {
+    return dir == NCONV_DIR_BWD_D && c->s[2] > 1 && c->s[2] <= MAX_PHASES;
+}
+
+static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsigned copies, dw_sizes *s) {
     const int64_t KS = nconv__core_kernel_spatial(c);
     s->x = copies & NCONV_COPY_X ? sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C) : 0;
     s->y = copies & NCONV_COPY_Y ? sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->C) : 0;
-    s->w = sizeof(float) * (size_t)(KS * c->C); /* wt [KS][C], then the bwd_w sums */
-    s->init = s->zero = sizeof(float) * (size_t)c->C;
-    /* tap pointers, row bases per (k0, k1), the column of each (pixel column, k2) */
+    /* wt [KS][C] (then the bwd_w sums), and its taps by phase */
+    s->w = sizeof(float) * (size_t)(KS * c->C) * (use_phases(c, dir) ? 2 : 1);
+    /* zero: a row of zeros for rows in padding */
     const int64_t cols = c->in[2] > c->out[2] ? c->in[2] : c->out[2];
-    s->scratch = sizeof(float *) * (size_t)(KS + c->k[0] * c->k[1]) + sizeof(int64_t) * (size_t)(cols * c->k[2]);
+    s->init = sizeof(float) * (size_t)c->C;
+    s->zero = sizeof(float) * (size_t)(cols * c->C);
+    /* tap pointers, row bases and runs per (k0, k1), the column of each (pixel column, k2) */
+    s->scratch = sizeof(float *) * (size_t)(KS + 2 * c->k[0] * c->k[1]) + sizeof(int64_t) * (size_t)(cols * c->k[2]);
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->init) +
            nconv__ws_round(s->zero) + (size_t)threads * nconv__ws_round(s->scratch);
 }
@@ -68,6 +96,8 @@ typedef struct dw_ctx {
     const float *x, *dy, *wt, *init, *zero;
     float *out; /* y (fwd), dx (bwd_d), dw sums [KS][C] (bwd_w) */
     int relu;
+    const float *wph;                                      /* phases: taps by phase, [K01][taps][C] each */
+    int64_t ph_tap[MAX_PHASES], ph_taps[MAX_PHASES], ph_off[MAX_PHASES]; /* first tap, taps, offset in wph */
     char *scratch;
     size_t scratch_stride;
 } dw_ctx;
@@ -124,50 +154,130 @@ static inline void tap_rows(const dw_ctx *d, const float *const *base, const int
         for (int64_t k2 = 0; k2 < K2; k2++, t++) rows[t] = !base[r] || cu[k2] < 0 ? d->zero : base[r] + cu[k2] * C;
 }
 
-/* Advances pixel u (and image n) over a grid of size sz. */
-static inline void next_pixel(const int64_t *sz, int64_t *u, int64_t *n) {
-    if (++u[2] < sz[2]) return;
-    u[2] = 0;
-    if (++u[1] < sz[1]) return;
-    u[1] = 0;
-    if (++u[0] < sz[0]) return;
-    u[0] = 0;
-    ++*n;
+/* The pixels [*lo, *hi) of a row that one dwrun / dwacc call covers; the
+ * others take tap pointers one by one. With zero padding that is the whole
+ * row (the kernels read zeros outside it); with other padding modes the
+ * pixels whose taps all fall inside the row they read (x for fwd and bwd_w,
+ * dy for bwd_d). bwd_d with W stride s takes runs by phase (phase_runs),
+ * up to MAX_PHASES, pixel by pixel beyond. */
+static void run_columns(const nconv_core *c, nconv_direction dir, int64_t *lo, int64_t *hi) {
+    const int64_t ext = (c->k[2] - 1) * c->d[2];
+    const int64_t n = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
+    if (dir == NCONV_DIR_BWD_D && c->s[2] != 1) {
+        *lo = *hi = 0;
+        return;
+    }
+    if (c->mode == NCONV_PAD_ZEROS) {
+        *lo = 0, *hi = n;
+        return;
+    }
+    if (dir == NCONV_DIR_BWD_D) { /* dy column i + pb - k d */
+        *lo = ext - c->pb[2], *hi = c->out[2] - c->pb[2];
+    } else { /* x column j s - pb + k d */
+        *lo = nconv__div_up(c->pb[2], c->s[2]);
+        *hi = c->in[2] - 1 + c->pb[2] - ext < 0 ? 0 : (c->in[2] - 1 + c->pb[2] - ext) / c->s[2] + 1;
+    }
+    if (*hi > n) *hi = n;
+    if (*lo < 0) *lo = 0;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* Tap k of a row feeds dx column i where i + pb - k d is a multiple of s:
+ * phase (k d) mod s. A phase's taps are evenly spaced, s / gcd(s, d) apart,
+ * their dy columns d / gcd(s, d) apart. wph holds each phase's taps, rows
+ * (k0, k1) outer. */
+static void pack_phases(const nconv_core *c, const float *wt, float *wph, dw_ctx *d) {
+    const int64_t s = c->s[2], K01 = c->k[0] * c->k[1], K2 = c->k[2], C = c->C;
+    int64_t off = 0;
+    for (int64_t ph = 0; ph < s; ph++) {
+        d->ph_tap[ph] = -1, d->ph_taps[ph] = 0, d->ph_off[ph] = off;
+        for (int64_t k = 0; k < K2; k++) {
+            if ((k * c->d[2]) % s != ph) continue;
+            if (d->ph_tap[ph] < 0) d->ph_tap[ph] = k;
+            d->ph_taps[ph]++;
+        }
+        const int64_t spacing = s / gcd(s, c->d[2]);
+        for (int64_t r = 0; r < K01; r++)
+            for (int64_t m = 0; m < d->ph_taps[ph]; m++)
+                memcpy(wph + off + (r * d->ph_taps[ph] + m) * C, wt + (r * K2 + d->ph_tap[ph] + m * spacing) * C,
+                       sizeof(float) * (size_t)C);
+        off += K01 * d->ph_taps[ph] * C;
+    }
+    d->wph = wph;
+}
+
+/* One dx row of bwd_d with W stride s > 1: a run per phase. */
+static void phase_runs(const dw_ctx *d, const float *const *runs, float *out) {
+    const nconv_core *c = d->c;
+    const int64_t s = c->s[2], C = c->C, K01 = c->k[0] * c->k[1], g = gcd(s, c->d[2]);
+    for (int64_t ph = 0; ph < s; ph++) {
+        /* the dx columns i with (i + pb) mod s = ph: the first, and how many */
+        const int64_t i0 = ((ph - c->pb[2]) % s + s) % s;
+        if (i0 >= c->in[2]) continue;
+        const int64_t n = (c->in[2] - i0 + s - 1) / s, k = d->ph_tap[ph] < 0 ? 0 : d->ph_tap[ph];
+        const nconv_dw_run run = {(i0 + c->pb[2] - k * c->d[2]) / s, 1, -(c->d[2] / g), c->out[2], s};
+        d->k->dwrun(C, C, n, K01, d->ph_taps[ph], runs, &run, d->wph + d->ph_off[ph], d->init, out + i0 * C, d->relu);
+    }
 }
 
 static void dw_task(void *arg, int tid, int nthreads) {
     const dw_ctx *d = arg;
     const nconv_core *c = d->c;
-    const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
+    const int64_t C = c->C, KS = nconv__core_kernel_spatial(c), K01 = c->k[0] * c->k[1], K2 = c->k[2];
     const float **rows = (const float **)(d->scratch + (size_t)tid * d->scratch_stride);
-    const float **base = rows + KS;
-    int64_t *col = (int64_t *)(base + c->k[0] * c->k[1]);
+    const float **base = rows + KS, **runs = base + K01;
+    int64_t *col = (int64_t *)(runs + K01);
     const int bwd_d = d->dir == NCONV_DIR_BWD_D;
     column_table(d, !bwd_d, col);
-    const int64_t *sz = bwd_d ? c->in : c->out;
-    const int64_t S = sz[0] * sz[1] * sz[2];
-    int64_t b, e, n = 0, u[3] = {0, 0, 0};
-    if (d->dir == NCONV_DIR_BWD_W) {
+    const int64_t *sz = bwd_d ? c->in : c->out; /* the pixels computed: dx (bwd_d), else y / dy */
+    const int64_t W = sz[2], R = c->N * sz[0] * sz[1];
+    int64_t lo, hi;
+    run_columns(c, d->dir, &lo, &hi);
+    /* the run: pixels s (dy: 1) columns apart, taps d (dy: -d) apart, from pixel lo's tap 0 */
+    const nconv_dw_run g = {bwd_d ? lo + c->pb[2] : lo * c->s[2] - c->pb[2], bwd_d ? 1 : c->s[2],
+                            bwd_d ? -c->d[2] : c->d[2], bwd_d ? c->out[2] : c->in[2], 1};
+    int64_t b, e, c0 = 0, c1 = C;
+    if (d->dir == NCONV_DIR_BWD_W) { /* channel blocks: each channel sums its pixels in one order */
         nconv__split(nconv__div_up(C, CBLOCK), tid, nthreads, &b, &e);
-        const int64_t c0 = b * CBLOCK, c1 = e * CBLOCK < C ? e * CBLOCK : C;
+        c0 = b * CBLOCK, c1 = e * CBLOCK < C ? e * CBLOCK : C;
         if (c0 >= c1) return;
         for (int64_t t = 0; t < KS; t++) memset(d->out + t * C + c0, 0, sizeof(float) * (size_t)(c1 - c0));
-        for (int64_t p = 0; p < c->N * S; p++, next_pixel(sz, u, &n)) {
-            if (p == 0 || u[2] == 0) row_bases(d, 1, n, u, base);
-            tap_rows(d, base, col, u[2], rows);
-            /* Taps in padding add dy * 0 too: an Inf or NaN in dy makes dw NaN, as in PyTorch. */
-            for (int64_t t = 0; t < KS; t++) d->k->vmacc(c1 - c0, d->dy + p * C + c0, rows[t] + c0, d->out + t * C + c0);
-        }
-        return;
+        b = 0, e = R;
+    } else {
+        nconv__split(R, tid, nthreads, &b, &e);
     }
-    nconv__split(c->N * S, tid, nthreads, &b, &e);
-    if (b >= e) return;
-    n = b / S;
-    u[0] = (b % S) / (sz[1] * sz[2]), u[1] = ((b % S) / sz[2]) % sz[1], u[2] = (b % S) % sz[2];
-    for (int64_t p = b; p < e; p++, next_pixel(sz, u, &n)) {
-        if (p == b || u[2] == 0) row_bases(d, !bwd_d, n, u, base);
-        tap_rows(d, base, col, u[2], rows);
-        d->k->dwconv(C, KS, rows, d->wt, d->init, d->out + p * C, d->relu);
+    for (int64_t q = b; q < e; q++) {
+        const int64_t n = q / (sz[0] * sz[1]), u[3] = {(q / sz[1]) % sz[0], q % sz[1], 0};
+        row_bases(d, !bwd_d, n, u, base);
+        for (int64_t r = 0; r < K01; r++) runs[r] = (base[r] ? base[r] : d->zero) + c0;
+        if (d->dir == NCONV_DIR_BWD_W) {
+            /* Taps in padding add dy * 0 too: an Inf or NaN in dy makes dw NaN, as in PyTorch. */
+            const float *dy = d->dy + q * W * C + c0;
+            for (int64_t j = 0; j < W; j++) {
+                if (j == lo && hi > lo) { /* the run */
+                    j = hi - 1;
+                    continue;
+                }
+                tap_rows(d, base, col, j, rows);
+                for (int64_t t = 0; t < KS; t++) d->k->vmacc(c1 - c0, dy + j * C, rows[t] + c0, d->out + t * C + c0);
+            }
+            if (hi > lo) d->k->dwacc(c1 - c0, C, hi - lo, K01, K2, dy + lo * C, runs, &g, d->out + c0);
+            continue;
+        }
+        float *out = d->out + q * W * C;
+        if (d->wph) {
+            phase_runs(d, runs, out);
+            continue;
+        }
+        for (int64_t j = 0; j < W; j++) {
+            if (j == lo && hi > lo) {
+                j = hi - 1;
+                continue;
+            }
+            tap_rows(d, base, col, j, rows);
+            d->k->dwconv(C, KS, rows, d->wt, d->init, out + j * C, d->relu);
+        }
+        if (hi > lo) d->k->dwrun(C, C, hi - lo, K01, K2, runs, &g, d->wt, d->init, out + lo * C, d->relu);
     }
 }
 
@@ -203,9 +313,10 @@ static void plane_geometry(const nconv_core *c, nconv_direction dir, plane_geo *
     g->rows[0] = o[0], g->rows[1] = o[1], g->rowlen = o[2];
     g->vol = (size_t)(g->ph * g->P[0] * g->P[1] * g->Wq);
     const int64_t KS = nconv__core_kernel_spatial(c), OS = o[0] * o[1] * o[2];
-    /* volume, tap pointers and offsets, W index map, one output row, a dense dy plane (bwd_w), taps or tap sums */
+    /* volume, tap pointers and offsets, W index map, the output rows of one r0 (at the volume's pitch when
+     * flat), a dense dy plane (bwd_w), taps or tap sums */
     g->scratch = nconv__ws_round(sizeof(float) * g->vol) + 2 * nconv__ws_round(sizeof(float *) * (size_t)KS) +
-                 nconv__ws_round(sizeof(int64_t) * (size_t)g->P[2]) + nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->rowlen)) +
+                 nconv__ws_round(sizeof(int64_t) * (size_t)g->P[2]) + nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->Wq)) +
                  nconv__ws_round(sizeof(float) * (size_t)(dir == NCONV_DIR_BWD_W ? OS : 0)) +
                  nconv__ws_round(sizeof(float) * (size_t)KS);
 }
@@ -329,7 +440,7 @@ static void plane_task(void *arg, int tid, int nthreads) {
     int64_t *wmap = (int64_t *)sp;
     sp += nconv__ws_round(sizeof(int64_t) * (size_t)g->P[2]);
     float *rowbuf = (float *)sp; /* the rows of one r0 */
-    sp += nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->rowlen));
+    sp += nconv__ws_round(sizeof(float) * (size_t)(g->rows[1] * g->Wq));
     float *dyplane = (float *)sp;
     sp += nconv__ws_round(sizeof(float) * (size_t)(pc->dir == NCONV_DIR_BWD_W ? c->out[0] * c->out[1] * c->out[2] : 0));
     float *wt = (float *)sp; /* the channel's taps (fwd, bwd_d) or tap sums (bwd_w) */
@@ -384,6 +495,10 @@ static void plane_task(void *arg, int tid, int nthreads) {
     const nconv_view *out = pc->out;
     const nconv_epi *epi = pc->epi;
     const int direct = out->dt == NCONV_F32 && (out->stride[4] == 1 || g->rowlen == 1) && !(epi && epi->z);
+    /* Short rows that follow each other in the volume (H stride 1) are one run: the r0's rows are
+     * computed at the volume's pitch, columns past rowlen included, so that vectors are full. */
+    const int flat = pitch == g->Wq && g->rowlen < 64 && g->rows[1] > 1;
+    const int64_t bp = flat ? g->Wq : g->rowlen; /* rowbuf's pitch */
     for (int64_t pl = b; pl < e; pl++) {
         const int64_t n = pl / C, ch = pl % C;
         for (int64_t t = 0; t < KS; t++) {
@@ -395,15 +510,23 @@ static void plane_task(void *arg, int tid, int nthreads) {
         for (int64_t r0 = 0; r0 < g->rows[0]; r0++) {
             plane_taps(g, c, bwd_d, vol, toff, KS, r0, 0, src);
             const int64_t base = n * out->stride[0] + ch * out->stride[1] + r0 * out->stride[2];
-            if (direct) {
+            if (direct && !flat) {
                 pc->k->dwrow(g->rows[1], g->rowlen, KS, src, pitch, wt, bias, (float *)out->data + base,
                              out->stride[3], relu);
                 continue;
             }
-            pc->k->dwrow(g->rows[1], g->rowlen, KS, src, pitch, wt, bias, rowbuf, g->rowlen, 0);
+            if (flat)
+                pc->k->dwrow(1, (g->rows[1] - 1) * g->Wq + g->rowlen, KS, src, 0, wt, bias, rowbuf, 0, direct && relu);
+            else
+                pc->k->dwrow(g->rows[1], g->rowlen, KS, src, pitch, wt, bias, rowbuf, g->rowlen, 0);
+            if (direct) {
+                for (int64_t r1 = 0; r1 < g->rows[1]; r1++)
+                    copy_run((float *)out->data + base + r1 * out->stride[3], rowbuf + r1 * bp, g->rowlen);
+                continue;
+            }
             for (int64_t r1 = 0; r1 < g->rows[1]; r1++)
                 for (int64_t q = 0; q < g->rowlen; q++) {
-                    double v = rowbuf[r1 * g->rowlen + q];
+                    double v = rowbuf[r1 * bp + q];
                     if (epi && epi->z) v += epi->alpha * view_at(epi->z, n, ch, r0, r1, q);
                     if (relu && v < 0) v = 0.0; /* NaN stays NaN */
                     nconv__store1(out->data, out->dt, base + r1 * out->stride[3] + q * out->stride[4], v);
@@ -424,9 +547,17 @@ static nconv_status plane_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-/* The plane path serves data that is not channels-last f32 already. */
+/* Planes pay where their rows fill vectors and the taps are few: with short
+ * rows or large kernels, the channels-last run kernels on a channels-last
+ * copy of the operands are faster, the copies included. */
+static int planes_pay(const nconv_core *c, nconv_direction dir) {
+    const int64_t row = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
+    return row >= 28 && nconv__core_kernel_spatial(c) <= 9;
+}
+
+/* The plane path serves data that is not channels-last f32 already, where it pays. */
 static int use_planes(const nconv_exec *e) {
-    if (!plane_applies(e->c, e->dir)) return 0;
+    if (!plane_applies(e->c, e->dir) || !planes_pay(e->c, e->dir)) return 0;
     switch (e->dir) {
     case NCONV_DIR_FWD: return !nconv__view_is_nxc_f32(e->x);
     case NCONV_DIR_BWD_D: return !nconv__view_is_nxc_f32(e->y);
@@ -440,7 +571,7 @@ static nconv_status dw_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const int64_t C = c->C, KS = nconv__core_kernel_spatial(c);
     dw_sizes s;
-    sizes(c, e->threads, nconv__exec_copies(e), &s);
+    sizes(c, e->dir, e->threads, nconv__exec_copies(e), &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     float *wt = nconv__arena_take(e->ws, s.w), *init = nconv__arena_take(e->ws, s.init);
     float *zero = nconv__arena_take(e->ws, s.zero);
@@ -448,7 +579,8 @@ static nconv_status dw_run(const nconv_exec *e) {
     if (!xb || !yb || !wt || !init || !zero || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
     memset(zero, 0, s.zero);
-    dw_ctx d = {c, e->dir, e->k, NULL, NULL, wt, NULL, zero, NULL, 0, scratch, nconv__ws_round(s.scratch)};
+    dw_ctx d = {.c = c, .dir = e->dir, .k = e->k, .wt = wt, .zero = zero, .scratch = scratch,
+                .scratch_stride = nconv__ws_round(s.scratch)};
     if (e->dir != NCONV_DIR_BWD_D) d.x = nconv__nxc_input(e, e->x, xb);
     if (e->dir != NCONV_DIR_FWD) d.dy = nconv__nxc_input(e, e->y, yb);
     if (e->dir == NCONV_DIR_BWD_W) {
@@ -468,6 +600,7 @@ static nconv_status dw_run(const nconv_exec *e) {
         for (int64_t t = 0; t < KS; t++) {
             wt[t * C + ch] = (float)nconv__load(wv->data, wv->dt, w_offset(c, wv, ch, t));
         }
+    if (use_phases(c, e->dir)) pack_phases(c, wt, wt + KS * C, &d);
     const nconv_view *out = e->dir == NCONV_DIR_FWD ? e->y : e->x;
     int fuse;
     d.out = nconv__nxc_output(out, e->epi, e->dir == NCONV_DIR_FWD ? yb : xb, &fuse);
@@ -481,7 +614,7 @@ static nconv_status dw_run(const nconv_exec *e) {
 
 static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     dw_sizes s;
-    size_t own = sizes(c, threads, copies, &s);
+    size_t own = sizes(c, dir, threads, copies, &s);
     plane_geo g;
     plane_geometry(c, dir, &g);
     if ((size_t)threads * g.scratch > own) own = (size_t)threads * g.scratch;

@@ -112,6 +112,45 @@ typedef nconv_f32_dwconv_t *nconv_f32_dwconv_fn;
 typedef void nconv_f32_vmacc_t(int64_t n, const float *a, const float *b, float *acc);
 typedef nconv_f32_vmacc_t *nconv_f32_vmacc_fn;
 
+/* Depthwise on a run of n output pixels, channels-last (channels the vector
+ * dimension), over kr rows of kt taps: pixel p's tap t reads column
+ * first + p * step + t * tap of each row, zeros where that column is outside
+ * [0, width); dwrun writes pixel p out_step pixels after pixel p - 1.
+ * Columns, pixels of out and dy, and taps of w are cs floats apart. For
+ * p < n, c < channels:
+ * dwrun: out[p * out_step * cs + c] = act(init[c] (or 0) + sum_{r, t} x(r, p, t, c) * w[(r * kt + t) * cs + c]);
+ * dwacc: acc[(r * kt + t) * cs + c] += sum_p dy[p * cs + c] * x(r, p, t, c);
+ * where x(r, p, t, c) = rows[r][column * cs + c]. */
+typedef struct nconv_dw_run {
+    int64_t first, step, tap, width, out_step;
+} nconv_dw_run;
+/* Whether pixels [0, n) of a run whose pixel 0 reads column first + t * tap read only columns inside the row. */
+static inline int nconv__dw_inside(int64_t first, int64_t n, int64_t kt, const nconv_dw_run *g) {
+    const int64_t lo = first + (g->tap < 0 ? (kt - 1) * g->tap : 0);
+    const int64_t hi = first + (n - 1) * g->step + (g->tap > 0 ? (kt - 1) * g->tap : 0);
+    return lo >= 0 && hi < g->width;
+}
+/* The pixels [*lo, *hi) of a run of n that read only columns inside the row. */
+static inline void nconv__dw_inside_range(const nconv_dw_run *g, int64_t n, int64_t kt, int64_t *lo, int64_t *hi) {
+    const int64_t left = g->first + (g->tap < 0 ? (kt - 1) * g->tap : 0);
+    const int64_t right = g->first + (g->tap > 0 ? (kt - 1) * g->tap : 0);
+    *lo = left >= 0 ? 0 : (-left + g->step - 1) / g->step;
+    *hi = g->width - 1 - right < 0 ? 0 : (g->width - 1 - right) / g->step + 1;
+    *lo = *lo > n ? n : *lo, *hi = *hi > n ? n : *hi < *lo ? *lo : *hi;
+}
+/* The shapes that dwrun's kernels have code of their own for: X(taps, pixel step, tap step, name),
+ * the name p for tap step 1, m for -1. */
+#define NCONV_DWRUN_SHAPES(X)                                                                         \
+    X(3, 1, 1, p) X(3, 2, 1, p) X(3, 1, -1, m) X(5, 1, 1, p) X(5, 2, 1, p) X(5, 1, -1, m) X(7, 1, 1, p) \
+        X(7, 2, 1, p) X(7, 1, -1, m)
+typedef void nconv_f32_dwrun_t(int64_t channels, int64_t cs, int64_t n, int64_t kr, int64_t kt,
+                                   const float *const *rows, const nconv_dw_run *g, const float *w, const float *init,
+                                   float *out, int relu);
+typedef nconv_f32_dwrun_t *nconv_f32_dwrun_fn;
+typedef void nconv_f32_dwacc_t(int64_t channels, int64_t cs, int64_t n, int64_t kr, int64_t kt, const float *dy,
+                                   const float *const *rows, const nconv_dw_run *g, float *acc);
+typedef nconv_f32_dwacc_t *nconv_f32_dwacc_fn;
+
 /* Depthwise on rows of one channel (pixels are the vector dimension), for
  * r < rows, j < n, t < ks:
  * dwrow: out[r * out_pitch + j] = act(init + sum_t w[t] * src[t][r * src_pitch + j]);
@@ -211,8 +250,10 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
     X(dwconv, f32_dwconv, f32_dwconv, avx2, avx2)                               \
     X(vmacc, f32_vmacc, f32_vmacc, avx2, avx2)                                  \
-    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx2)                                  \
-    X(dwdot, f32_dwdot, f32_dwdot, avx2, avx2)
+    X(dwrun, f32_dwrun, f32_dwrun, avx2, avx512)                                \
+    X(dwacc, f32_dwacc, f32_dwacc, avx2, avx512)                                \
+    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)                                \
+    X(dwdot, f32_dwdot, f32_dwdot, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
