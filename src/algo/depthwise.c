@@ -154,32 +154,22 @@ static inline void tap_rows(const dw_ctx *d, const float *const *base, const int
         for (int64_t k2 = 0; k2 < K2; k2++, t++) rows[t] = !base[r] || cu[k2] < 0 ? d->zero : base[r] + cu[k2] * C;
 }
 
-/* The pixels [*lo, *hi) of a row that one dwrun / dwacc call covers; the
- * others take tap pointers one by one. With zero padding that is the whole
- * row (the kernels read zeros outside it); with other padding modes the
- * pixels whose taps all fall inside the row they read (x for fwd and bwd_w,
- * dy for bwd_d). bwd_d with W stride s takes runs by phase (phase_runs),
- * up to MAX_PHASES, pixel by pixel beyond. */
-static void run_columns(const nconv_core *c, nconv_direction dir, int64_t *lo, int64_t *hi) {
-    const int64_t ext = (c->k[2] - 1) * c->d[2];
-    const int64_t n = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
-    if (dir == NCONV_DIR_BWD_D && c->s[2] != 1) {
-        *lo = *hi = 0;
-        return;
-    }
-    if (c->mode == NCONV_PAD_ZEROS) {
-        *lo = 0, *hi = n;
-        return;
-    }
-    if (dir == NCONV_DIR_BWD_D) { /* dy column i + pb - k d */
-        *lo = ext - c->pb[2], *hi = c->out[2] - c->pb[2];
-    } else { /* x column j s - pb + k d */
-        *lo = nconv__div_up(c->pb[2], c->s[2]);
-        *hi = c->in[2] - 1 + c->pb[2] - ext < 0 ? 0 : (c->in[2] - 1 + c->pb[2] - ext) / c->s[2] + 1;
-    }
-    if (*hi > n) *hi = n;
-    if (*lo < 0) *lo = 0;
-    if (*hi < *lo) *hi = *lo;
+/* The run of a row's pixels [*lo, *hi) that one dwrun / dwacc call covers
+ * (*g: from pixel *lo); the others take tap pointers one by one. With zero
+ * padding that is the whole row (the kernels read zeros outside it); with
+ * other padding modes the pixels whose taps all fall inside the row they
+ * read (x for fwd and bwd_w, dy for bwd_d). bwd_d with W stride s takes runs
+ * by phase (phase_runs), up to MAX_PHASES, pixel by pixel beyond. */
+static void row_run(const nconv_core *c, nconv_direction dir, int64_t *lo, int64_t *hi, nconv_dw_run *g) {
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    const int64_t n = bwd_d ? c->in[2] : c->out[2];
+    /* pixels s (dy: 1) columns apart, taps d (dy: -d) apart, from pixel 0's tap 0 */
+    *g = (nconv_dw_run){bwd_d ? c->pb[2] : -c->pb[2], bwd_d ? 1 : c->s[2], bwd_d ? -c->d[2] : c->d[2],
+                        bwd_d ? c->out[2] : c->in[2], 1};
+    *lo = 0, *hi = n;
+    if (bwd_d && c->s[2] != 1) *hi = 0;
+    else if (c->mode != NCONV_PAD_ZEROS) nconv__dw_inside_range(g, n, c->k[2], lo, hi);
+    g->first += *lo * g->step;
 }
 
 /* Tap k of a row feeds dx column i where i + pb - k d is a multiple of s:
@@ -232,10 +222,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
     const int64_t *sz = bwd_d ? c->in : c->out; /* the pixels computed: dx (bwd_d), else y / dy */
     const int64_t W = sz[2], R = c->N * sz[0] * sz[1];
     int64_t lo, hi;
-    run_columns(c, d->dir, &lo, &hi);
-    /* the run: pixels s (dy: 1) columns apart, taps d (dy: -d) apart, from pixel lo's tap 0 */
-    const nconv_dw_run g = {bwd_d ? lo + c->pb[2] : lo * c->s[2] - c->pb[2], bwd_d ? 1 : c->s[2],
-                            bwd_d ? -c->d[2] : c->d[2], bwd_d ? c->out[2] : c->in[2], 1};
+    nconv_dw_run g;
+    row_run(c, d->dir, &lo, &hi, &g);
     int64_t b, e, c0 = 0, c1 = C;
     if (d->dir == NCONV_DIR_BWD_W) { /* channel blocks: each channel sums its pixels in one order */
         nconv__split(nconv__div_up(C, CBLOCK), tid, nthreads, &b, &e);
