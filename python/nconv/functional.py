@@ -6,15 +6,17 @@ and raises the library's message on invalid input. Keyword-only arguments extend
 padding_mode, the fused epilogue (z, alpha, relu), context and threads.
 """
 import ctypes
+import operator
 import threading
 
 from . import _lib
 from ._lib import InvalidArgumentError, check, lib
 from ._operand import DTYPE_NAMES, Operand, empty, given, pointer
 
-__all__ = ['Context', 'default_context', 'set_num_threads', 'get_num_threads', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d',
-           'conv_transpose3d', 'convolution', 'convolution_backward', 'convolution_double_backward',
-           'conv_batched', 'convolution_backward_batched', 'per_sample_grads', 'problem_repro']
+__all__ = ['Context', 'default_context', 'set_num_threads', 'get_num_threads', 'conv1d', 'conv2d', 'conv3d',
+           'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'convolution_backward',
+           'convolution_double_backward', 'conv_batched', 'convolution_backward_batched', 'per_sample_grads',
+           'problem_repro']
 
 
 class Context(_lib.Handle):
@@ -97,15 +99,27 @@ def _context(context, threads):
     return context
 
 
+def _index(v):
+    """v as an int, where it is one (an int, a NumPy or torch integer); else None."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
 def _tuple(value, nd, name):
-    if isinstance(value, int):
-        return (value,) * nd
-    value = tuple(value)
+    if _index(value) is not None:
+        return (_index(value),) * nd
+    try:
+        value = tuple(value)
+    except TypeError:
+        raise InvalidArgumentError('%s = %r: expected an int or %d ints' % (name, value, nd)) from None
     if len(value) == 1 and nd > 1:
         value = value * nd
-    if len(value) != nd or not all(isinstance(v, int) for v in value):
+    ints = tuple(_index(v) for v in value)
+    if len(ints) != nd or None in ints:
         raise InvalidArgumentError('%s = %r: expected an int or %d ints' % (name, value, nd))
-    return value
+    return ints
 
 
 def _set_padding(p, padding, nd, transposed):
@@ -119,12 +133,12 @@ def _set_padding(p, padding, nd, transposed):
             raise InvalidArgumentError("padding = '%s': must be 'valid', 'same', an int or a tuple" % padding)
         check(lib.nconv_problem_set_padding_same(ctypes.byref(p)))
         return
-    if not isinstance(padding, int) and len(tuple(padding)) == nd and all(
+    if _index(padding) is None and len(tuple(padding)) == nd and all(
             isinstance(v, (tuple, list)) for v in padding):
         for d, pair in enumerate(padding):
             if len(pair) != 2:
                 raise InvalidArgumentError('padding[%d] = %r: expected (begin, end)' % (d, pair))
-            p.pad_begin[d], p.pad_end[d] = pair
+            p.pad_begin[d], p.pad_end[d] = _tuple(pair, 2, 'padding[%d]' % d)
         return
     for d, v in enumerate(_tuple(padding, nd, 'padding')):
         p.pad_begin[d] = p.pad_end[d] = v
@@ -136,11 +150,10 @@ def _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_pad
                                    % (x.name, nd + 2, nd + 1, list(x.shape)))
     if len(w.shape) != nd + 2:
         raise InvalidArgumentError('%s: expected a %d-D weight, got shape %s' % (w.name, nd + 2, list(w.shape)))
-    if w.dtype != x.dtype:
-        raise InvalidArgumentError('%s: dtype %s, but %s is %s' % (w.name, DTYPE_NAMES[w.dtype], x.name,
-                                                                    DTYPE_NAMES[x.dtype]))
-    if not isinstance(groups, int):
+    _same_dtype(w, x, x.name)
+    if _index(groups) is None:
         raise InvalidArgumentError('groups = %r: expected an int' % (groups,))
+    groups = _index(groups)
     if padding_mode not in _lib.PAD_MODES:
         raise InvalidArgumentError("padding_mode = %r: must be 'zeros', 'reflect', 'replicate' or 'circular'"
                                    % (padding_mode,))
@@ -173,7 +186,7 @@ def _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_pad
 
 
 def _shapes(p):
-    xs, ws, ys = (_lib.MAX_DIMS * ctypes.c_int64)(), (_lib.MAX_DIMS * ctypes.c_int64)(), (_lib.MAX_DIMS * ctypes.c_int64)()
+    xs, ws, ys = ((_lib.MAX_DIMS * ctypes.c_int64)() for _ in range(3))
     check(lib.nconv_problem_shapes(ctypes.byref(p), xs, ws, ys))
     r = p.ndims + 2
     return tuple(xs[:r]), tuple(ws[:r]), tuple(ys[:r])
@@ -256,7 +269,10 @@ def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, trans
         _same_dtype(op, x, 'input')
     _check_shape(b, (p.out_channels,))
     _check_shape(zo, ys)
-    y = given(out, 'out', ys, x.dtype) if out is not None else empty(x, ys, x.channels_last() or w.channels_last(), 'out')
+    if out is not None:
+        y = given(out, 'out', ys, x.dtype)
+    else:
+        y = empty(x, ys, x.channels_last() or w.channels_last(), 'out')
     ctx = _context(context, threads)
     e = _epilogue(relu, alpha)
     check(lib.nconv_forward(ctx.handle, ctypes.byref(p), ctypes.byref(e), pointer(x), pointer(w), pointer(b),

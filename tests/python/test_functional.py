@@ -102,6 +102,15 @@ def test_fused_epilogue_and_out():
     close(out, ref)
 
 
+def test_numpy_and_torch_integers_as_arguments():
+    x, w = rand(1, 4, 9, 9), rand(4, 2, 3, 3)
+    ref = F.conv2d(x.double(), w.double(), stride=2, padding=1, groups=2)
+    close(nconv.conv2d(x, w, stride=np.int64(2), padding=(np.int32(1), torch.tensor(1)), groups=np.int64(2)), ref)
+    close(nconv.conv2d(x, w, stride=2, padding=((1, 1), (np.int64(1), 1)), groups=2), ref)
+    with pytest.raises(ValueError, match='stride'):
+        nconv.conv2d(x, w, stride=1.5, groups=2)
+
+
 def test_unbatched_and_empty_batch():
     x, w = rand(4, 6, 6), rand(5, 4, 3, 3)
     close(nconv.conv2d(x, w), F.conv2d(x.double(), w.double()))
