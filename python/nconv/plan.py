@@ -36,8 +36,8 @@ class Plan(_lib.Handle):
         shape_only = Operand(np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), tuple(input_shape),
                                                              (0,) * len(input_shape)), 'input_shape')
         shape_only.dtype = w.dtype
-        self._args = (stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-        self._problem = _problem(shape_only, w, self.ndims, *self._args)
+        self._problem = _problem(shape_only, w, self.ndims, stride, padding, dilation, groups, transposed,
+                                 output_padding, padding_mode)
         desc = _lib.PlanDesc()
         check(lib.nconv_plan_desc_init(ctypes.byref(desc), _lib.OP_FORWARD))
         desc.epi = _epilogue(relu, alpha)
@@ -48,14 +48,15 @@ class Plan(_lib.Handle):
         check(lib.nconv_plan_create(self._context.handle, ctypes.byref(self._problem), ctypes.byref(desc),
                                     ctypes.byref(handle)))
         self._handle = handle
-        self._weight_like = w
+        self._like = shape_only  # carries the plan's dtype and no caller memory
+        del w
         self.set_weights(weight, bias)
 
     def set_weights(self, weight, bias=None):
         """New weights (and bias), packed once and used by every later call."""
         w = Operand(weight, 'weight')
         _, ws, _ = _shapes(self._problem)
-        _same_dtype(w, self._weight_like, 'the plan')
+        _same_dtype(w, self._like, 'the plan')
         _check_shape(w, ws)
         b = None if bias is None else Operand(bias, 'bias')
         _same_dtype(b, w, 'weight')
@@ -88,7 +89,7 @@ class Plan(_lib.Handle):
         if x.shape[0] != self._problem.batch:
             self.reshape(x.shape[0])
         xs, _, ys = _shapes(self._problem)
-        _same_dtype(x, self._weight_like, 'the plan')
+        _same_dtype(x, self._like, 'the plan')
         _check_shape(x, xs)
         if (z is not None) != self._with_z:
             raise InvalidArgumentError('z: %s' % ('the plan was made with_z=True' if self._with_z else

@@ -1,10 +1,12 @@
 """The package's functions against PyTorch: values, layouts, dtypes, epilogues, derivatives, batching,
 plans, contexts and errors."""
 import ctypes
+import gc
 import os
 import subprocess
 import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -223,6 +225,14 @@ def test_plan_prepacked_reshape_and_threads():
             plan.set_weights(rand(16, 8, 3, 2))
         with pytest.raises(ValueError, match='input'):
             plan(rand(4, 7, 10, 10))
+    # The plan copied the weights: it does not keep the caller's alive, and computes with its copy.
+    w2 = rand(16, 8, 3, 3)
+    values, alive = w2.clone(), weakref.ref(w2)
+    with nconv.Plan(w2, x.shape, padding=1) as plan:
+        del w2
+        gc.collect()
+        assert alive() is None
+        close(plan(x), F.conv2d(x.double(), values.double(), padding=1))
 
 
 def test_context_threads_policy_and_memory_limit():
