@@ -123,6 +123,14 @@ def empty(like, shape, channels_last, name, dtype=None):
     return Operand(a, name)
 
 
+def shape_only(shape, dtype, name):
+    """An operand with a shape and a dtype (an nconv dtype code) and no memory: zero strides over one
+    element, for problems made from shapes alone."""
+    op = Operand(np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), tuple(shape), (0,) * len(shape)), name)
+    op.dtype = dtype
+    return op
+
+
 def given(a, name, shape, dtype):
     """A caller-given output: its shape and dtype must be the call's."""
     op = Operand(a, name)

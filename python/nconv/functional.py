@@ -11,7 +11,7 @@ import threading
 
 from . import _lib
 from ._lib import InvalidArgumentError, check, lib
-from ._operand import DTYPE_NAMES, Operand, empty, given, pointer
+from ._operand import DTYPE_NAMES, Operand, empty, given, pointer, shape_only
 
 __all__ = ['Context', 'default_context', 'set_num_threads', 'get_num_threads', 'conv1d', 'conv2d', 'conv3d',
            'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'convolution_backward',
@@ -145,6 +145,7 @@ def _set_padding(p, padding, nd, transposed):
 
 
 def _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode):
+    """The validated problem of input x and weight w, and its (x, w, y) shapes."""
     if len(x.shape) != nd + 2:
         raise InvalidArgumentError('%s: expected a %d-D (batched) or %d-D (unbatched) input, got shape %s'
                                    % (x.name, nd + 2, nd + 1, list(x.shape)))
@@ -176,13 +177,14 @@ def _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_pad
     p.dtype = x.dtype
     _set_padding(p, padding, nd, transposed)
     check(lib.nconv_problem_validate(ctypes.byref(p)))
-    xs, ws, ys = _shapes(p)
+    shapes = _shapes(p)
+    ws = shapes[1]
     if tuple(w.shape) != ws:
         raise InvalidArgumentError('%s: shape %s, expected %s for %d input channels, %d groups%s'
                                    % (w.name, list(w.shape), list(ws), p.in_channels, groups,
                                       ' (transposed: [in_channels, out_channels/groups, k...])' if transposed else
                                       ' ([out_channels, in_channels/groups, k...])'))
-    return p
+    return p, shapes
 
 
 def _shapes(p):
@@ -227,15 +229,12 @@ def _spatial_dims(weight_shape, name):
     return nd
 
 
-def _unbatched(a, nd):
-    """PyTorch's unbatched form: an input of rank nd + 1 gets a batch of one."""
-    if len(getattr(a, 'shape', ())) == nd + 1:
-        return a[None], True
-    return a, False
-
-
-def _squeeze(a, unbatched):
-    return a[0] if unbatched else a
+def _unbatched(nd, input, *others):
+    """PyTorch's unbatched form: an input of rank nd + 1 and the operands shaped like it or like the output
+    get a batch of one. Returns them, then whether they were unbatched."""
+    if len(getattr(input, 'shape', ())) != nd + 1:
+        return (input,) + others + (False,)
+    return tuple(None if a is None else a[None] for a in (input,) + others) + (True,)
 
 
 def _epilogue(relu, alpha):
@@ -254,15 +253,9 @@ def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, trans
     """
     nd = _spatial_dims(getattr(weight, 'shape', ()), 'weight')
     _one_dtype({'input': input}, weight=weight, bias=bias, z=z)
-    input, unbatched = _unbatched(input, nd)
-    if unbatched:
-        if z is not None:
-            z = z[None]
-        if out is not None:
-            out = out[None]
+    input, z, out, unbatched = _unbatched(nd, input, z, out)
     x, w = Operand(input, 'input'), Operand(weight, 'weight')
-    p = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-    _, _, ys = _shapes(p)
+    p, (_, _, ys) = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
     b = None if bias is None else Operand(bias, 'bias')
     zo = None if z is None else Operand(z, 'z')
     for op in (b, zo):
@@ -277,7 +270,8 @@ def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, trans
     e = _epilogue(relu, alpha)
     check(lib.nconv_forward(ctx.handle, ctypes.byref(p), ctypes.byref(e), pointer(x), pointer(w), pointer(b),
                             pointer(zo), pointer(y), None, 0))
-    return _squeeze(out if out is not None else y.array, unbatched)
+    y = out if out is not None else y.array
+    return y[0] if unbatched else y
 
 
 def _conv(nd):
@@ -337,14 +331,10 @@ def convolution_backward(grad_output, input, weight, bias_sizes=None, stride=1, 
     mask = _mask(output_mask, (3, 4))
     nd = _spatial_dims(getattr(weight, 'shape', ()), 'weight')
     _one_dtype({'input': input}, weight=weight, grad_output=grad_output, output=output)
-    input, unbatched = _unbatched(input, nd)
-    if unbatched:
-        grad_output = grad_output[None]
-        if output is not None:
-            output = output[None]
+    input, grad_output, output, unbatched = _unbatched(nd, input, grad_output, output)
     x, w, dy = Operand(input, 'input'), Operand(weight, 'weight'), Operand(grad_output, 'grad_output')
-    p = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-    xs, ws, ys = _shapes(p)
+    p, (xs, ws, ys) = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding,
+                               padding_mode)
     _same_dtype(dy, x, 'input')
     _check_shape(dy, ys)
     y = None
@@ -382,14 +372,10 @@ def convolution_double_backward(ggI, ggW, ggb, gO, weight, input, stride=1, padd
     mask = _mask(output_mask, (3,))
     nd = _spatial_dims(getattr(weight, 'shape', ()), 'weight')
     _one_dtype({'input': input}, weight=weight, gO=gO, ggI=ggI, ggW=ggW, ggb=ggb)
-    input, unbatched = _unbatched(input, nd)
-    if unbatched:
-        gO = gO[None]
-        if ggI is not None:
-            ggI = ggI[None]
+    input, gO, ggI, unbatched = _unbatched(nd, input, gO, ggI)
     x, w, dy = Operand(input, 'input'), Operand(weight, 'weight'), Operand(gO, 'gO')
-    p = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-    xs, ws, ys = _shapes(p)
+    p, (xs, ws, ys) = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding,
+                               padding_mode)
     ops = {}
     for name, a, shape in (('ggI', ggI, xs), ('ggW', ggW, ws), ('ggb', ggb, (p.out_channels,))):
         ops[name] = None if a is None else Operand(a, name)
@@ -436,7 +422,7 @@ class _Batched:
         return op, op.shape
 
     def problem(self, x, w, in_dims, *geometry):
-        """The problem of one slice, once the operands are in."""
+        """The problem of one slice and its shapes, once the operands are in."""
         if self.size is None:
             raise InvalidArgumentError('in_dims = %r: no operand is batched' % (tuple(in_dims),))
         self.batch.size = self.size
@@ -457,8 +443,8 @@ def conv_batched(input, weight, bias=None, z=None, *, in_dims=(0, None, None, No
     w, _ = bt.operand(weight, 'weight', in_dims[1], 'w')
     b, _ = bt.operand(bias, 'bias', in_dims[2], 'bias')
     zo, _ = bt.operand(z, 'z', in_dims[3], 'z')
-    p = bt.problem(x, w, in_dims, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-    _, _, ys = _shapes(p)
+    p, (_, _, ys) = bt.problem(x, w, in_dims, stride, padding, dilation, groups, transposed, output_padding,
+                               padding_mode)
     for op in (b, zo):
         _same_dtype(op, x, 'input')
     _check_shape(b, (p.out_channels,))
@@ -488,8 +474,8 @@ def convolution_backward_batched(grad_output, input, weight, *, in_dims=(0, 0, N
     dy, _ = bt.operand(grad_output, 'grad_output', in_dims[0], 'dy')
     x, _ = bt.operand(input, 'input', in_dims[1], 'x')
     w, _ = bt.operand(weight, 'weight', in_dims[2], 'w')
-    p = bt.problem(x, w, in_dims, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
-    xs, ws, ys = _shapes(p)
+    p, (xs, ws, ys) = bt.problem(x, w, in_dims, stride, padding, dilation, groups, transposed, output_padding,
+                                 padding_mode)
     _same_dtype(dy, x, 'input')
     _check_shape(dy, ys)
     outs = []
@@ -526,13 +512,12 @@ def per_sample_grads(grad_output, input, weight, *, bias=True, stride=1, padding
 def problem_repro(input_shape, weight_shape, stride=1, padding=0, dilation=1, groups=1, transposed=False,
                   output_padding=0, padding_mode='zeros', dtype='float32', kind='cli'):
     """The problem as an `nconv check` command line (kind='cli') or a PyTorch snippet (kind='pytorch')."""
-    import numpy as np
-    x = Operand(np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(input_shape), (0,) * len(input_shape)),
-                'input')
-    w = Operand(np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(weight_shape), (0,) * len(weight_shape)),
-                'weight')
-    p = _problem(x, w, len(weight_shape) - 2, stride, padding, dilation, groups, transposed, output_padding,
-                 padding_mode)
+    codes = {name: code for code, name in DTYPE_NAMES.items()}
+    if dtype not in codes:
+        raise InvalidArgumentError('dtype = %r: must be one of %s' % (dtype, ', '.join(sorted(codes))))
+    x, w = shape_only(input_shape, codes[dtype], 'input'), shape_only(weight_shape, codes[dtype], 'weight')
+    p, _ = _problem(x, w, len(weight_shape) - 2, stride, padding, dilation, groups, transposed, output_padding,
+                    padding_mode)
     buf = ctypes.create_string_buffer(4096)
     check(lib.nconv_problem_repro(ctypes.byref(p), {'cli': 0, 'pytorch': 1}[kind], buf, len(buf)))
     return buf.value.decode()

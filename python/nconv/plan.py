@@ -3,7 +3,7 @@ import ctypes
 
 from . import _lib
 from ._lib import InvalidArgumentError, check, lib
-from ._operand import Operand, empty, given, pointer
+from ._operand import Operand, empty, given, pointer, shape_only
 from .functional import _check_shape, _context, _epilogue, _problem, _same_dtype, _shapes
 
 __all__ = ['Plan']
@@ -25,7 +25,6 @@ class Plan(_lib.Handle):
     def __init__(self, weight, input_shape, bias=None, stride=1, padding=0, dilation=1, transposed=False,
                  output_padding=0, groups=1, *, padding_mode='zeros', relu=False, alpha=1.0, with_z=False,
                  layout='any', context=None, threads=None):
-        import numpy as np
         self._context = _context(context, threads)  # the plan uses it: it lives as long as the plan
         w = Operand(weight, 'weight')
         self.ndims = len(w.shape) - 2
@@ -33,11 +32,9 @@ class Plan(_lib.Handle):
             raise InvalidArgumentError('input_shape = %r: expected %d dims' % (tuple(input_shape), self.ndims + 2))
         if layout not in _LAYOUTS:
             raise InvalidArgumentError("layout = %r: must be 'any', 'ncx' or 'nxc'" % (layout,))
-        shape_only = Operand(np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), tuple(input_shape),
-                                                             (0,) * len(input_shape)), 'input_shape')
-        shape_only.dtype = w.dtype
-        self._problem = _problem(shape_only, w, self.ndims, stride, padding, dilation, groups, transposed,
-                                 output_padding, padding_mode)
+        self._like = shape_only(input_shape, w.dtype, 'input_shape')  # the plan's dtype, no caller memory
+        self._problem, self._shapes = _problem(self._like, w, self.ndims, stride, padding, dilation, groups,
+                                               transposed, output_padding, padding_mode)
         desc = _lib.PlanDesc()
         check(lib.nconv_plan_desc_init(ctypes.byref(desc), _lib.OP_FORWARD))
         desc.epi = _epilogue(relu, alpha)
@@ -48,14 +45,12 @@ class Plan(_lib.Handle):
         check(lib.nconv_plan_create(self._context.handle, ctypes.byref(self._problem), ctypes.byref(desc),
                                     ctypes.byref(handle)))
         self._handle = handle
-        self._like = shape_only  # carries the plan's dtype and no caller memory
-        del w
         self.set_weights(weight, bias)
 
     def set_weights(self, weight, bias=None):
         """New weights (and bias), packed once and used by every later call."""
         w = Operand(weight, 'weight')
-        _, ws, _ = _shapes(self._problem)
+        ws = self._shapes[1]
         _same_dtype(w, self._like, 'the plan')
         _check_shape(w, ws)
         b = None if bias is None else Operand(bias, 'bias')
@@ -67,6 +62,7 @@ class Plan(_lib.Handle):
         """A new batch size; the algorithm and the packed weights stay."""
         check(lib.nconv_plan_reshape(self.handle, int(batch)))
         self._problem.batch = int(batch)
+        self._shapes = _shapes(self._problem)
 
     @property
     def batch(self):
@@ -88,7 +84,7 @@ class Plan(_lib.Handle):
             raise InvalidArgumentError('input: shape %s, expected %d dims' % (list(x.shape), self.ndims + 2))
         if x.shape[0] != self._problem.batch:
             self.reshape(x.shape[0])
-        xs, _, ys = _shapes(self._problem)
+        xs, _, ys = self._shapes
         _same_dtype(x, self._like, 'the plan')
         _check_shape(x, xs)
         if (z is not None) != self._with_z:
