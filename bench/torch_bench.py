@@ -4,13 +4,14 @@ table through PyTorch (Debian's python3-torch) and prints the table joined with
 them.
 
     nconv bench --csv --threads 1 --batch ../shared/suites/public.txt > nconv.csv
-    /usr/bin/python3 bench/torch_bench.py nconv.csv [--markdown]
+    /usr/bin/python3 bench/torch_bench.py nconv.csv [--markdown] [--dtype f32|f64|f16|bf16]
 
 PyTorch runs F.conv{1,2,3}d / conv_transpose{1,2,3}d (fwd, with bias) and
 aten::convolution_backward (bwd_d: grad_input; bwd_w: grad_weight and
 grad_bias), in the row's layout (nchw: contiguous, nhwc: channels_last), with
 the row's thread count; one warm-up, then the median of runs lasting at least
-0.4 s (5 runs at least), as nconv bench times itself.
+0.4 s (5 runs at least), as nconv bench times itself. --dtype names the dtype the
+table was measured in (nconv bench --dtype; f32 when not given).
 """
 import csv
 import math
@@ -46,15 +47,18 @@ def timed(fn):
     return 1e3 * statistics.median(times)
 
 
-def torch_ms(pr, direction, layout, threads):
+DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def torch_ms(pr, direction, layout, threads, dtype=torch.float32):
     torch.set_num_threads(threads)
     nd = len(pr["i"])
     fmt = {1: torch.contiguous_format, 2: torch.channels_last, 3: torch.channels_last_3d}[nd]
     fmt = torch.contiguous_format if layout == "nchw" or nd == 1 else fmt
     g = pr["g"]
-    x = torch.randn(pr["mb"], pr["ic"], *pr["i"]).contiguous(memory_format=fmt)
+    x = torch.randn(pr["mb"], pr["ic"], *pr["i"], dtype=dtype).contiguous(memory_format=fmt)
     if pr["transposed"]:
-        w = torch.randn(pr["ic"], pr["oc"] // g, *pr["k"]).contiguous(memory_format=fmt)
+        w = torch.randn(pr["ic"], pr["oc"] // g, *pr["k"], dtype=dtype).contiguous(memory_format=fmt)
         ext = [pr["d"][a] * (pr["k"][a] - 1) + 1 for a in range(nd)]
         natural = [(pr["i"][a] - 1) * pr["s"][a] - 2 * pr["p"][a] + ext[a] for a in range(nd)]
         op = [pr["o"][a] - natural[a] for a in range(nd)]
@@ -62,13 +66,13 @@ def torch_ms(pr, direction, layout, threads):
             return None  # not expressible with symmetric padding
         fwd = lambda: getattr(F, "conv_transpose%dd" % nd)(x, w, b, pr["s"], pr["p"], op, g, pr["d"])
     else:
-        w = torch.randn(pr["oc"], pr["ic"] // g, *pr["k"]).contiguous(memory_format=fmt)
+        w = torch.randn(pr["oc"], pr["ic"] // g, *pr["k"], dtype=dtype).contiguous(memory_format=fmt)
         op = [0] * nd
         ext = [pr["d"][a] * (pr["k"][a] - 1) + 1 for a in range(nd)]
         if any((pr["i"][a] + 2 * pr["p"][a] - ext[a]) // pr["s"][a] + 1 != pr["o"][a] for a in range(nd)):
             return None
         fwd = lambda: getattr(F, "conv%dd" % nd)(x, w, b, pr["s"], pr["p"], pr["d"], g)
-    b = torch.randn(pr["oc"])
+    b = torch.randn(pr["oc"], dtype=dtype)
     with torch.no_grad():
         y = fwd()
         if direction == "fwd":
@@ -83,6 +87,7 @@ def torch_ms(pr, direction, layout, threads):
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     markdown = "--markdown" in sys.argv
+    dtype = DTYPES[sys.argv[sys.argv.index("--dtype") + 1]] if "--dtype" in sys.argv else torch.float32
     cols = ["name", "dir", "layout", "threads", "algo", "ms", "gflops", "peak_pct", "onednn_ms", "onednn_impl",
             "ratio", "torch_ms", "ratio_torch"]
     if markdown:
@@ -91,7 +96,10 @@ def main():
     else:
         print(",".join(cols))
     for r in rows:
-        t = torch_ms(parse_desc(r["desc"]), r["dir"], r["layout"], int(r["threads"]))
+        try:
+            t = torch_ms(parse_desc(r["desc"]), r["dir"], r["layout"], int(r["threads"]), dtype)
+        except RuntimeError:  # a dtype PyTorch's CPU convolution lacks
+            t = None
         r["torch_ms"] = "%.3f" % t if t else ""
         r["ratio_torch"] = "%.2f" % (t / float(r["ms"])) if t else ""
         line = [r[c] for c in cols]

@@ -358,6 +358,25 @@ NCONV_API nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_pr
                                               const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz);
 
 /**
+ * Forward-mode derivative (jvp: torch.autograd.forward_ad, functorch's jvp) of
+ * nconv_forward. Given tangents tx [like x], tw [like w], tb [out_channels]
+ * and tz [like y], each optional (NULL counts as zeros; tb needs bias, tz
+ * needs z), computes y as nconv_forward does and its tangent
+ *   ty = act'(pre) * (conv(tx, w) + conv(x, tw) + tb + alpha * tz)   [like y]
+ * where act' is 1 for the identity and, for relu, 1 where y > 0 and 0
+ * elsewhere (a NaN y passes the tangent, as torch's relu jvp). For a
+ * transposed problem, conv is the transposed convolution. ty may not alias
+ * y or an input. Temporaries are allocated internally through the context's
+ * allocator and within its memory limit: the forward's workspace and, when
+ * both tx and tw are given, one tensor the size of y.
+ */
+NCONV_API nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                         const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                                         const nconv_tensor *z, const nconv_tensor *tx, const nconv_tensor *tw,
+                                         const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
+                                         const nconv_tensor *ty);
+
+/**
  * Double backward (PyTorch's _convolution_double_backward), for a problem
  * without epilogue. Given ggx [like x], ggw [like w] and ggb [out_channels]
  * (each optional: NULL counts as zeros), the gradients of a scalar

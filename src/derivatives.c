@@ -104,3 +104,81 @@ nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *v
     nconv__ctx_ws_release(ctx, owned, pl->need);
     return st;
 }
+
+/* ------------------------------------------------------------------- jvp */
+
+/* The forward-mode derivative of y = act(conv(x, w) + bias + alpha * z), linear in each
+ * operand: ty = act'(pre) * (conv(tx, w) + conv(x, tw) + tb + alpha * tz). Each term is a
+ * forward call on the tangent in its operand's place; with both tx and tw the second term
+ * goes to a temporary t like y, added as the first call's z. */
+nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                               const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                               const nconv_tensor *z, const nconv_tensor *tx, const nconv_tensor *tw,
+                               const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
+                               const nconv_tensor *ty) {
+    nconv__clear_error();
+    nconv_oplan o;
+    nconv_fwd_ops v;
+    nconv_status st = nconv__oplan_prepare(&o, p, epi, 0, 0);
+    if (st || (st = nconv__fwd_ops(&o, x, w, bias, z, y, &v))) return st;
+    if (!ty) return INVALID("ty is NULL");
+    if (tb && !bias) return INVALID("tb is given without bias: an absent bias has no tangent");
+    if (tz && !z) return INVALID("tz is given without z: an absent z has no tangent");
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2;
+    const int64_t oc = p->out_channels;
+    const nconv_operand_check chk[] = {
+        {"x", x, r, xs, 0, 0, 0},     {"w", w, r, ws, 0, 0, 0},   {"bias", bias, 1, &oc, 0, 0, 0},
+        {"z", z, r, ys, 0, 0, 0},     {"tx", tx, r, xs, 0, 0, 0}, {"tw", tw, r, ws, 0, 0, 0},
+        {"tb", tb, 1, &oc, 0, 0, 0},  {"tz", tz, r, ys, 0, 0, 0}, {"y", y, r, ys, 0, 0, 1},
+        {"ty", ty, r, ys, 0, 0, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 10))) return st;
+
+    /* All memory before any output is written: one workspace for every call in turn, and t. */
+    const nconv_epilogue te = {NCONV_ACT_IDENTITY, epi ? epi->alpha : 1.0}, one = {NCONV_ACT_IDENTITY, 1.0};
+    size_t need = 0, need_t = 0;
+    const nconv_epilogue *epis[] = {epi, &te, &one};
+    for (int i = 0; i < 3; i++) {
+        size_t b = 0;
+        if ((st = nconv_workspace_size(ctx, p, NCONV_OP_FORWARD, epis[i], &b))) return st;
+        if (b > need) need = b;
+    }
+    if (tx && tw) {
+        int64_t ny = 1;
+        for (int i = 0; i < r; i++) ny *= ys[i]; /* validated shapes do not overflow */
+        need_t = nconv__ws_round(nconv_dtype_size(p->dtype) * (size_t)ny);
+    }
+    if ((st = nconv__check_memory(ctx, need + need_t, "the forward jvp"))) return st;
+    char *mem = need + need_t ? nconv__alloc(ctx, need + need_t) : NULL;
+    if (need + need_t && !mem)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate %zu bytes for the forward jvp", need + need_t);
+    void *wsp = mem ? mem + need_t : NULL;
+
+    if (tx && tw) {
+        nconv_tensor t;
+        const int nxc = r > 3 && ty->stride[1] == 1 && oc > 1;
+        nconv_tensor_init(&t, mem, r, ys, nxc ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
+        if (!(st = nconv_forward(ctx, p, &te, x, tw, NULL, tz, &t, wsp, need)))
+            st = nconv_forward(ctx, p, &one, tx, w, tb, &t, ty, wsp, need);
+    } else if (tx || tw) {
+        st = nconv_forward(ctx, p, &te, tx ? tx : x, tx ? w : tw, tb, tz, ty, wsp, need);
+    } else {
+        fill(p, ty, ys, tb);
+        if (tz) {
+            nconv_view vt, vz;
+            nconv__make_view(p->ndims, p->dtype, ty, 0, ys[0], ys[1], ys + 2, &vt);
+            nconv__make_view(p->ndims, p->dtype, tz, 0, ys[0], ys[1], ys + 2, &vz);
+            nconv__add_scaled(&vt, &vz, te.alpha);
+        }
+    }
+    if (!st) st = nconv_forward(ctx, p, epi, x, w, bias, z, y, wsp, need);
+    if (!st && epi && epi->activation == NCONV_ACT_RELU) {
+        nconv_view vt, vy;
+        nconv__make_view(p->ndims, p->dtype, ty, 0, ys[0], ys[1], ys + 2, &vt);
+        nconv__make_view(p->ndims, p->dtype, y, 0, ys[0], ys[1], ys + 2, &vy);
+        nconv__relu_grad(&vt, &vt, &vy);
+    }
+    nconv__free(ctx, mem);
+    return st;
+}

@@ -138,10 +138,11 @@ float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, 
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
 
 /* Elementwise helpers over rank-5 views of one shape (any dtype/strides):
- * dst = y <= 0 ? 0 : dy (NaN y passes dy, as torch); dst = alpha * src; per-channel sums in f64 in a fixed
- * order (deterministic). */
+ * dst = y <= 0 ? 0 : dy (NaN y passes dy, as torch; dst may be dy); dst = alpha * src; dst += alpha * src;
+ * per-channel sums in f64 in a fixed order (deterministic). */
 void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_view *y);
 void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha);
+void nconv__add_scaled(const nconv_view *dst, const nconv_view *src, double alpha);
 /* dst += src, f32 views of one shape. */
 void nconv__add_f32(const nconv_view *dst, const nconv_view *src);
 /* sums: room for 5 * channels doubles (the rest is scratch); results first. */
@@ -320,6 +321,13 @@ extern const nconv_algo nconv_algo_igemm_cols;
 extern const nconv_algo nconv_algo_igemm;
 extern const nconv_algo nconv_algo_gemm;
 extern const nconv_algo nconv_algo_ref;
+
+/* gemm's f64 GEMM (gemm_f64.c): C[M x N] = A[M x K] * B[K x N] (+ C when accumulate), f64
+ * throughout, A read through element strides (rsa, csa), B and C row-major. pack: scratch of
+ * nconv__f64_gemm_pack_bytes(), 64-byte aligned. */
+size_t nconv__f64_gemm_pack_bytes(void);
+void nconv__f64_gemm(const struct nconv_kernels *kt, int64_t M, int64_t N, int64_t K, const double *A, int64_t rsa,
+                     int64_t csa, const double *B, int64_t ldb, double *C, int64_t ldc, int accumulate, double *pack);
 
 /* Whether igemm's kernels compute dir of c (igemm_planes and igemm_cols add their shapes). */
 int nconv__igemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not);

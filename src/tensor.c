@@ -401,16 +401,22 @@ void nconv__relu_grad(const nconv_view *dst, const nconv_view *dy, const nconv_v
                     }
 }
 
-void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha) {
+/* dst = alpha * src, or dst += alpha * src with add */
+static void scaled(const nconv_view *dst, const nconv_view *src, double alpha, int add) {
     const int64_t *s = dst->shape;
     for (int64_t n = 0; n < s[0]; n++)
         for (int64_t c = 0; c < s[1]; c++)
             for (int64_t i = 0; i < s[2]; i++)
                 for (int64_t j = 0; j < s[3]; j++)
-                    for (int64_t k = 0; k < s[4]; k++)
-                        nconv__store1(dst->data, dst->dt, VIEW_OFF(dst, n, c, i, j, k),
-                                      alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k)));
+                    for (int64_t k = 0; k < s[4]; k++) {
+                        const int64_t off = VIEW_OFF(dst, n, c, i, j, k);
+                        const double v = alpha * nconv__load(src->data, src->dt, VIEW_OFF(src, n, c, i, j, k));
+                        nconv__store1(dst->data, dst->dt, off, add ? nconv__load(dst->data, dst->dt, off) + v : v);
+                    }
 }
+
+void nconv__scale_copy(const nconv_view *dst, const nconv_view *src, double alpha) { scaled(dst, src, alpha, 0); }
+void nconv__add_scaled(const nconv_view *dst, const nconv_view *src, double alpha) { scaled(dst, src, alpha, 1); }
 
 void nconv__add_f32(const nconv_view *dst, const nconv_view *src) {
     const int64_t *s = dst->shape;

@@ -95,6 +95,12 @@ def main():
             ("double backward without --dy", base + ["--ggx", x], "--ggx"),
             ("double backward with --relu", base + ["--ggx", x, "--dy", arr("dy.npy", (2, 6, 6, 6)), "--relu"], "--relu"),
             ("ggw shape", base + ["--ggw", x, "--dy", arr("dy2.npy", (2, 6, 6, 6))], "--ggw"),
+            ("tangent of an absent bias", base + ["--tb", b], "--tb"),
+            ("tangent of an absent z", base + ["--tz", arr("tz.npy", (2, 6, 6, 6))], "--tz"),
+            ("tx shape", base + ["--tx", w], "--tx"),
+            ("tw shape", base + ["--tw", wg], "--tw"),
+            ("tb shape", base + ["--b", b, "--tb", bad_b], "--tb"),
+            ("tz shape", base + ["--z", arr("z6.npy", (2, 6, 6, 6)), "--tz", z_bad], "--tz"),
         ]
         for n, case in enumerate(cases):
             label, args, needle = case[0], case[1], case[2]

@@ -3,8 +3,9 @@
  * direction and feature: L = <act(conv(x, w) + b + alpha * z), r>, and
  * dL/dx, dL/dw, dL/db, dL/dz from nconv_backward with dy = r, checked at
  * random elements: |fd - analytic| <= 1e-6 * (1 + |analytic|); the same for
- * batched operands (vmap rules) in every combination, and for the double
- * backward's three outputs.
+ * batched operands (vmap rules) in every combination, for the double
+ * backward's three outputs, and for the forward-mode derivative (jvp) along
+ * every subset of tangents.
  */
 #include "test_util.h"
 
@@ -227,10 +228,56 @@ static void double_one(nconv_context *ctx, const nconv_problem *p, uint64_t *rng
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
+/* nconv_forward_jvp against central differences along the tangents: with the operands in
+ * mask (bit 0 x, 1 w, 2 b, 3 z) moved by h times their tangents, (y(+h) - y(-h)) / 2h at every
+ * element of ty; y itself bit for bit nconv_forward's. */
+static void jvp_one(nconv_context *ctx, const nconv_problem *p, nconv_activation act, double alpha, int mask,
+                    uint64_t *rng) {
+    const nconv_epilogue epi = {act, alpha};
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2;
+    buf x, w, b, z, t[4], y, ty, yp, ym, y0;
+    make(&x, r, xs, rng, 1), make(&w, r, ws, rng, 1), make(&b, 1, &oc, rng, 1), make(&z, r, ys, rng, 1);
+    make(&t[0], r, xs, rng, 1), make(&t[1], r, ws, rng, 1), make(&t[2], 1, &oc, rng, 1), make(&t[3], r, ys, rng, 1);
+    make(&y, r, ys, rng, 0), make(&ty, r, ys, rng, 0), make(&yp, r, ys, rng, 0), make(&ym, r, ys, rng, 0);
+    make(&y0, r, ys, rng, 0);
+    const nconv_tensor *tan[4];
+    for (int k = 0; k < 4; k++) tan[k] = mask >> k & 1 ? &t[k].t : NULL;
+    char desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    CHECK(nconv_forward_jvp(ctx, p, &epi, &x.t, &w.t, &b.t, &z.t, tan[0], tan[1], tan[2], tan[3], &y.t, &ty.t) ==
+              NCONV_OK,
+          "jvp on %s: %s", desc, nconv_last_error());
+    nconv_forward(ctx, p, &epi, &x.t, &w.t, &b.t, &z.t, &y0.t, NULL, 0);
+    CHECK(!memcmp(y.v, y0.v, sizeof(double) * (size_t)y.n), "jvp's y differs from nconv_forward's on %s", desc);
+    buf *prim[4] = {&x, &w, &b, &z};
+    const double h = 1e-6;
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int k = 0; k < 4; k++)
+            for (int64_t i = 0; tan[k] && i < prim[k]->n; i++) prim[k]->v[i] += sign * h * t[k].v[i];
+        nconv_forward(ctx, p, &epi, &x.t, &w.t, &b.t, &z.t, sign > 0 ? &yp.t : &ym.t, NULL, 0);
+        for (int k = 0; k < 4; k++)
+            for (int64_t i = 0; tan[k] && i < prim[k]->n; i++) prim[k]->v[i] -= sign * h * t[k].v[i];
+    }
+    int64_t bad = -1;
+    for (int64_t i = 0; i < ty.n && bad < 0; i++) {
+        const double fd = (yp.v[i] - ym.v[i]) / (2 * h);
+        if (!(fabs(fd - ty.v[i]) <= 1e-6 * (1 + fabs(ty.v[i])))) bad = i;
+    }
+    CHECK(bad < 0, "jvp (tangents %d, relu %d) ty[%lld]: fd %.10g, analytic %.10g on %s", mask,
+          act == NCONV_ACT_RELU, (long long)bad, bad < 0 ? 0 : (yp.v[bad] - ym.v[bad]) / (2 * h), bad < 0 ? 0 : ty.v[bad],
+          desc);
+    buf *all[] = {&x, &w, &b, &z, &t[0], &t[1], &t[2], &t[3], &y, &ty, &yp, &ym, &y0};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
+}
+
 int main(void) {
     nconv_context *ctx;
     nconv_context_create(&ctx);
     nconv_context_set_algorithm(ctx, "ref");
+    nconv_context *dflt; /* the heuristic's algorithms */
+    nconv_context_create(&dflt);
     uint64_t rng = 2024;
     /* Each feature on its own, in 1D, 2D and 3D, then random mixes. */
     for (int nd = 1; nd <= 3; nd++) {
@@ -256,12 +303,13 @@ int main(void) {
             if (feature == 7) p.groups = 2;
             CHECK(nconv_problem_validate(&p) == NCONV_OK, "feature %d: %s", feature, nconv_last_error());
             one(ctx, &p, act, feature % 2 ? -0.5 : 1.5, &rng);
+            /* forward-mode: every tangent, then one subset per feature (the ninth: none) */
+            jvp_one(dflt, &p, act, feature % 2 ? -0.5 : 1.5, 15, &rng);
+            jvp_one(dflt, &p, act, feature % 2 ? -0.5 : 1.5, feature == 9 ? 0 : 1 + (feature + nd) % 14, &rng);
         }
     }
     /* Batched: every combination of batched operands, both bdim positions,
-     * groups 1 and 2, transposed or not, 1-3D (f64: the reference runs it). */
-    nconv_context *dflt;
-    nconv_context_create(&dflt);
+     * groups 1 and 2, transposed or not, 1-3D. */
     for (int mask = 0; mask < 64; mask++)
         for (int variant = 0; variant < 4; variant++) {
             nconv_problem p;

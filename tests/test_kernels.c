@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 #include "../src/kernels/kernels.h"
+#include "../src/internal.h" /* the f64 GEMM around the f64 kernels */
 
 #include <stddef.h>
 
@@ -818,10 +819,86 @@ static void check_tables(void) {
     CHECK(k && k->isa == NCONV_ISA_AVX512 && !strcmp(k->name, "avx512"), "the avx512 table");
     if (k) { NCONV_KERNELS(EXPECT_AVX512) }
 #endif
-    /* every slot is in a list: the table is the two header fields and one pointer per line */
+    /* every slot is in a list: the table is the header fields and one pointer per line */
     CHECK(sizeof(nconv_kernels) == offsetof(nconv_kernels, name) + sizeof(const char *) +
                                        (0 NCONV_KERNELS(COUNT_SLOT)) * sizeof(void (*)(void)),
           "nconv_kernels has slots no list names");
+}
+
+/* f64_gemm against plain f64 sums (one tile, every reduction length, C unread without
+ * accumulate), then the blocked f64 GEMM around it (gemm_f64.c) over sizes across its blocks,
+ * transposed A, accumulation, and a split of N that must not change a bit. */
+static double f64_sum_err(const double *C, int64_t ldc, const double *R, const double *S, int64_t M, int64_t N) {
+    double worst = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            const double e = fabs(C[i * ldc + j] - R[i * N + j]) / (1e-300 + S[i * N + j]);
+            if (!(e <= worst)) worst = e;
+        }
+    return worst;
+}
+
+static void sweep_f64_gemm(const nconv_kernels *k, uint64_t *rng) {
+    const int nr = k->f64_nr, mr = NCONV_F64_MR;
+    CHECK(nr == 8 || nr == 16, "%s f64 tile width %d", k->name, nr);
+    const int64_t kcs[] = {0, 1, 3, 256};
+    for (int ki = 0; ki < 4; ki++)
+        for (int acc = 0; acc < 2; acc++) {
+            const int64_t kc = kcs[ki], ldc = nr + 3;
+            double *a = aligned_alloc(64, sizeof(double) * (size_t)(kc * mr + 8));
+            double *b = aligned_alloc(64, sizeof(double) * (size_t)(kc * 16 + 8));
+            double C[NCONV_F64_MR * 19], R[NCONV_F64_MR * 16], S[NCONV_F64_MR * 16];
+            for (int64_t i = 0; i < kc * mr; i++) a[i] = test_uniform(rng);
+            for (int64_t i = 0; i < kc * nr; i++) b[i] = test_uniform(rng);
+            for (int r = 0; r < mr; r++)
+                for (int j = 0; j < nr; j++) {
+                    const double init = acc ? test_uniform(rng) : 0;
+                    C[r * ldc + j] = acc ? init : NAN;
+                    double sum = init, mag = fabs(init);
+                    for (int64_t q = 0; q < kc; q++) sum += a[q * mr + r] * b[q * nr + j], mag += fabs(a[q * mr + r] * b[q * nr + j]);
+                    R[r * nr + j] = sum, S[r * nr + j] = mag;
+                }
+            k->f64_gemm(kc, a, b, C, ldc, acc);
+            const double e = f64_sum_err(C, ldc, R, S, mr, nr);
+            CHECK(e <= 1e-15 * (double)(kc + 2), "%s f64_gemm kc %lld acc %d: err %g", k->name, (long long)kc, acc, e);
+            free(a), free(b);
+        }
+    const int64_t mnk[][3] = {{1, 1, 1}, {5, 7, 3}, {6, 16, 0}, {7, 9, 257}, {97, 17, 20}, {13, 1030, 9}, {7, 33, 600}};
+    double *pack = aligned_alloc(64, nconv__f64_gemm_pack_bytes());
+    for (int t = 0; t < 7; t++)
+        for (int trans = 0; trans < 2; trans++)
+            for (int acc = 0; acc < 2; acc++) {
+                const int64_t M = mnk[t][0], N = mnk[t][1], K = mnk[t][2], ldb = N + 3, ldc = N + 5;
+                double *A = malloc(sizeof(double) * (size_t)(M * K + 1)), *B = malloc(sizeof(double) * (size_t)(K * ldb + 1));
+                double *C = malloc(sizeof(double) * (size_t)(M * ldc)), *C2 = malloc(sizeof(double) * (size_t)(M * ldc));
+                double *R = malloc(sizeof(double) * (size_t)(M * N)), *S = malloc(sizeof(double) * (size_t)(M * N));
+                for (int64_t i = 0; i < M * K; i++) A[i] = test_uniform(rng);
+                for (int64_t i = 0; i < K * ldb; i++) B[i] = test_uniform(rng);
+                const int64_t rsa = trans ? 1 : K, csa = trans ? M : 1;
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) {
+                        const double init = acc ? 0.25 * (double)(i - j) : 0;
+                        C[i * ldc + j] = C2[i * ldc + j] = acc ? init : NAN;
+                        double sum = init, mag = fabs(init);
+                        for (int64_t q = 0; q < K; q++)
+                            sum += A[i * rsa + q * csa] * B[q * ldb + j], mag += fabs(A[i * rsa + q * csa] * B[q * ldb + j]);
+                        R[i * N + j] = sum, S[i * N + j] = mag;
+                    }
+                nconv__f64_gemm(k, M, N, K, A, rsa, csa, B, ldb, C, ldc, acc, pack);
+                const double e = f64_sum_err(C, ldc, R, S, M, N);
+                CHECK(e <= 1e-15 * (double)(K + 2), "%s f64 GEMM M %lld N %lld K %lld trans %d acc %d: err %g", k->name,
+                      (long long)M, (long long)N, (long long)K, trans, acc, e);
+                /* columns [0, h) and [h, N) in two calls, as threads share dw's columns */
+                const int64_t h = N / 2;
+                nconv__f64_gemm(k, M, h, K, A, rsa, csa, B, ldb, C2, ldc, acc, pack);
+                nconv__f64_gemm(k, M, N - h, K, A, rsa, csa, B + h, ldb, C2 + h, ldc, acc, pack);
+                int same = 1;
+                for (int64_t i = 0; i < M; i++) same = same && !memcmp(C + i * ldc, C2 + i * ldc, sizeof(double) * (size_t)N);
+                CHECK(same, "%s f64 GEMM M %lld N %lld K %lld: a split of N changes the result", k->name, (long long)M,
+                      (long long)N, (long long)K);
+                free(A), free(B), free(C), free(C2), free(R), free(S);
+            }
+    free(pack);
 }
 
 int main(void) {
@@ -847,6 +924,7 @@ int main(void) {
         sweep_gemm_ib7_np(k, &krng);
         sweep_gemm_np(k, &krng);
         sweep_wino(k, &krng);
+        sweep_f64_gemm(k, &krng);
     }
     if (nconv__detect_isa() >= NCONV_ISA_AVX512)
         wino_isas_agree(nconv__kernels_for(NCONV_ISA_AVX512), nconv__kernels_for(NCONV_ISA_AVX2), &krng);

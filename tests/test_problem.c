@@ -261,18 +261,18 @@ static void test_api_misuse(void) {
     CHECK_ERROR(nconv_context_set_algorithm(ctx, "winograd9"), NCONV_INVALID_ARGUMENT, "'winograd9': unknown");
     CHECK_ERROR(nconv_context_set_policy(ctx, NCONV_POLICY_FORCED), NCONV_INVALID_ARGUMENT, "name the algorithm");
     CHECK_ERROR(nconv_context_set_policy(ctx, (nconv_algo_policy)9), NCONV_INVALID_ARGUMENT, "policy = 9");
-    CHECK(nconv_context_set_algorithm(ctx, "gemm") == NCONV_OK, "force gemm");
+    CHECK(nconv_context_set_algorithm(ctx, "igemm") == NCONV_OK, "force igemm");
     nconv_problem pd = p;
     pd.dtype = NCONV_F64;
     double xd[50] = {0}, wd[54] = {0}, yd[27];
     nconv_tensor txd = tx, twd = tw, tyd = ty;
     txd.data = xd, twd.data = wd, tyd.data = yd;
     CHECK_ERROR(nconv_forward(ctx, &pd, NULL, &txd, &twd, NULL, NULL, &tyd, NULL, 0), NCONV_UNSUPPORTED,
-                "algorithm = 'gemm' does not apply: f64");
+                "algorithm = 'igemm' does not apply: f64");
     const char *name = NULL;
     CHECK(nconv_context_set_algorithm(ctx, "auto") == NCONV_OK &&
-              nconv_algorithm_chosen(ctx, &pd, NCONV_DIR_FWD, &name) == NCONV_OK && !strcmp(name, "ref"),
-          "f64 runs on ref, got %s", name ? name : "(null)");
+              nconv_algorithm_chosen(ctx, &pd, NCONV_DIR_FWD, &name) == NCONV_OK && !strcmp(name, "gemm"),
+          "f64 runs on gemm, got %s", name ? name : "(null)");
     CHECK(nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK) == NCONV_OK, "benchmark policy");
     CHECK(nconv_forward(ctx, &p, NULL, &tx, &tw, &tb, NULL, &ty, NULL, 0) == NCONV_OK, "%s", nconv_last_error());
     CHECK(nconv_forward(ctx, &p, NULL, &tx, &tw, &tb, NULL, &ty, NULL, 0) == NCONV_OK, "cached: %s",
@@ -293,7 +293,7 @@ static void test_api_misuse(void) {
     CHECK(nconv_dtype_size(NCONV_BF16) == 2 && nconv_dtype_size((nconv_dtype)7) == 0, "dtype sizes");
     int applies = 1;
     const char *why = NULL;
-    CHECK(nconv_algorithm_applies("gemm", &pd, NCONV_DIR_BWD_W, &applies, &why) == NCONV_OK && !applies &&
+    CHECK(nconv_algorithm_applies("winograd", &pd, NCONV_DIR_BWD_W, &applies, &why) == NCONV_OK && !applies &&
               strstr(why, "f64"),
           "applies");
     CHECK_ERROR(nconv_algorithm_applies("nope", &p, NCONV_DIR_FWD, &applies, NULL), NCONV_INVALID_ARGUMENT,
@@ -324,6 +324,45 @@ static void test_isa_cap_refused(void) {
     CHECK_ERROR(nconv_algorithm_chosen(NULL, &p, NCONV_DIR_FWD, &name), NCONV_INVALID_ARGUMENT, "NCONV_MAX_ISA");
 }
 
+/* nconv_forward_jvp's own checks: each names the tangent, and no output is written. */
+static void test_jvp_misuse(void) {
+    nconv_problem p = conv2d(1, 2, 3, 5, 5, 3);
+    float x[50], w[54], y[27], t[27], b[3];
+    int64_t xs[4] = {1, 2, 5, 5}, wsh[4] = {3, 2, 3, 3}, ys[4] = {1, 3, 3, 3}, bs[1] = {3};
+    nconv_tensor tx, tw, ty, ttan, tb;
+    for (int i = 0; i < 50; i++) x[i] = (float)i / 50;
+    for (int i = 0; i < 54; i++) w[i] = (float)i / 54;
+    for (int i = 0; i < 27; i++) y[i] = t[i] = -7.0f;
+    nconv_tensor_init(&tx, x, 4, xs, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tw, w, 4, wsh, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&ty, y, 4, ys, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&ttan, t, 4, ys, NCONV_LAYOUT_NCX);
+    nconv_tensor_init(&tb, b, 1, bs, NCONV_LAYOUT_NCX);
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty, NULL),
+                NCONV_INVALID_ARGUMENT, "ty is NULL");
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, NULL, NULL, &tb, NULL, &ty, &ttan),
+                NCONV_INVALID_ARGUMENT, "tb is given without bias");
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, NULL, NULL, NULL, &ty, &ty, &ttan),
+                NCONV_INVALID_ARGUMENT, "tz is given without z");
+    nconv_tensor nodata = tw;
+    nodata.data = NULL;
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, NULL, &nodata, NULL, NULL, &ty, &ttan),
+                NCONV_INVALID_ARGUMENT, "tw->data is NULL");
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty, &ty),
+                NCONV_INVALID_ARGUMENT, "y overlaps ty");
+    CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty, &tx),
+                NCONV_INVALID_ARGUMENT, "ty overlaps x");
+    int untouched = 1;
+    for (int i = 0; i < 27; i++) untouched = untouched && y[i] == -7.0f && t[i] == -7.0f;
+    CHECK(untouched, "a refused jvp wrote an output");
+    /* no tangent: ty = 0, y = conv(x, w) */
+    CHECK(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, NULL, NULL, NULL, NULL, &ty, &ttan) == NCONV_OK,
+          "%s", nconv_last_error());
+    int zeros = 1;
+    for (int i = 0; i < 27; i++) zeros = zeros && t[i] == 0.0f && y[i] != -7.0f;
+    CHECK(zeros, "jvp without tangents: ty must be zeros and y written");
+}
+
 int main(void) {
     const char *isa = getenv("NCONV_MAX_ISA");
     if (isa && !strcmp(isa, "bogus")) {
@@ -334,5 +373,6 @@ int main(void) {
     test_validation();
     test_text();
     test_api_misuse();
+    test_jvp_misuse();
     return test_summary();
 }

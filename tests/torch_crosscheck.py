@@ -18,6 +18,7 @@ import tempfile
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch.autograd.forward_ad as fwAD
 
 from report import Report
 
@@ -37,13 +38,8 @@ def round_to(a, dtype):
     return t.double()
 
 
-def torch_reference(case, arrays):
-    """Outputs of the fused expression and its gradients, in float64."""
-    dt = case["dtype"]
-    x = round_to(arrays["x"], dt).requires_grad_(True)
-    w = round_to(arrays["w"], dt).requires_grad_(True)
-    b = round_to(arrays["b"], dt).requires_grad_(True) if "b" in arrays else None
-    z = round_to(arrays["z"], dt).requires_grad_(True) if "z" in arrays else None
+def fused(case, x, w, b, z):
+    """act(conv(x, w) + b + alpha * z) with the case's geometry, in torch's own ops."""
     nd = w.dim() - 2
     unbatched = x.dim() == nd + 1
     xb = x.unsqueeze(0) if unbatched else x
@@ -77,7 +73,30 @@ def torch_reference(case, arrays):
         y = y + case["alpha"] * z
     if case["relu"]:
         y = torch.relu(y)
+    return y
+
+
+def torch_reference(case, arrays):
+    """Outputs of the fused expression, its gradients and its forward-mode derivative, in float64."""
+    dt = case["dtype"]
+    x = round_to(arrays["x"], dt).requires_grad_(True)
+    w = round_to(arrays["w"], dt).requires_grad_(True)
+    b = round_to(arrays["b"], dt).requires_grad_(True) if "b" in arrays else None
+    z = round_to(arrays["z"], dt).requires_grad_(True) if "z" in arrays else None
+    nd = w.dim() - 2
+    y = fused(case, x, w, b, z)
     out = {"y": y}
+    if any(k in arrays for k in ("tx", "tw", "tb", "tz")):
+        with fwAD.dual_level():
+            duals = []
+            for name, t in (("x", x), ("w", w), ("b", b), ("z", z)):
+                if t is not None and "t" + name in arrays:
+                    t = fwAD.make_dual(t.detach(), round_to(arrays["t" + name], dt))
+                elif t is not None:
+                    t = t.detach()
+                duals.append(t)
+            ty = fwAD.unpack_dual(fused(case, *duals)).tangent
+        out["ty"] = ty if ty is not None else torch.zeros_like(y)
     if "dy" in arrays:
         dy = round_to(arrays["dy"], dt).requires_grad_(True)
         leaves = [("dx", x), ("dw", w)] + ([("db", b)] if b is not None else []) + ([("dz", z)] if z is not None else [])
@@ -150,6 +169,8 @@ def run_case(nconv, case, rng, tmp):
     for key, shape in (("ggx", xshape), ("ggw", wshape), ("ggb", [O])):
         if key in case.get("gg", ()):
             arrays[key] = rng.standard_normal(shape)
+    for key in case.get("tangents", ()):  # tx, tw, tb, tz: shaped like their operands
+        arrays[key] = rng.standard_normal(np.shape(arrays[key[1:]]))
     for name, (frac, value) in case.get("special", {}).items():
         a = arrays[name]  # one element becomes NaN / Inf, at a position given as a fraction of the size
         a.flat[int(frac * (a.size - 1))] = value
@@ -184,9 +205,11 @@ def run_case(nconv, case, rng, tmp):
         args = [a for a in args]
         batched = {}
         for name, k in bdims.items():
-            batched[name] = rng.standard_normal(list(np.shape(arrays[name]))[:k] + [B] + list(np.shape(arrays[name]))[k:])
-            path = os.path.join(tmp, name + ".npy")
-            np.save(path, np.asarray(round_to(batched[name], case["dtype"]).numpy(), dtype=np_dt))
+            # a tangent carries the vmap dim where its operand does (its file, no flag of its own)
+            for key in [name] + (["t" + name] if "t" + name in arrays else []):
+                batched[key] = rng.standard_normal(list(np.shape(arrays[key]))[:k] + [B] + list(np.shape(arrays[key]))[k:])
+                path = os.path.join(tmp, key + ".npy")
+                np.save(path, np.asarray(round_to(batched[key], case["dtype"]).numpy(), dtype=np_dt))
             args += ["--%s-bdim" % name, str(k)]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
@@ -196,7 +219,8 @@ def run_case(nconv, case, rng, tmp):
         for b in range(case["B"]):
             sl = dict(arrays)
             for name, k in bdims.items():
-                sl[name] = np.take(batched[name], b, axis=k)
+                for key in [name] + (["t" + name] if "t" + name in arrays else []):
+                    sl[key] = np.take(batched[key], b, axis=k)
             per_b.append(torch_reference(case, sl))
         ref = {name: np.stack([o[name] for o in per_b]) for name in per_b[0]}
     else:
@@ -265,6 +289,21 @@ def cases(rng, quick):
             out.append(make_case(rng, nd, gg=gg, transposed=True, stride=2, pad_begin=1, pad_end=1, output_padding=1,
                                  bias=False))
         out.append(make_case(rng, nd, gg=("ggx", "ggw"), dtype="f64", force_dtype=True, unbatched=True))
+    # forward mode (jvp): every tangent, each alone, with relu, z, groups, strides, padding modes,
+    # transposed, unbatched, in f64 and f32, and with batched operands
+    for nd in (1, 2, 3):
+        every = ("tx", "tw", "tb", "tz")
+        for t in (every, ("tx",), ("tw",), ("tb",), ("tz",), ("tx", "tw")):
+            out.append(make_case(rng, nd, tangents=t, z=True, alpha=-0.75, relu=True, dtype="f64", pad_begin=1,
+                                 pad_end=1, dy=False))
+        out.append(make_case(rng, nd, tangents=every, z=True, groups=2, stride=2, pad_begin=1, pad_end=2))
+        out.append(make_case(rng, nd, tangents=("tx", "tw"), mode="reflect", pad_begin=1, pad_end=2, dtype="f64"))
+        out.append(make_case(rng, nd, tangents=("tx", "tw", "tb"), transposed=True, stride=2, output_padding=1,
+                             pad_begin=1, pad_end=1, dtype="f64", relu=True))
+        out.append(make_case(rng, nd, tangents=("tx", "tw"), unbatched=True, layout="nxc", dtype="f64"))
+        out.append(make_case(rng, nd, tangents=every, z=True, relu=True, bdims={"x": 1, "w": 0}, B=3, dtype="f64",
+                             pad_begin=1, pad_end=1))
+        out.append(make_case(rng, nd, tangents=("tw", "tz"), z=True, bdims={"z": 0}, B=2, dtype="f64"))
     # batched operands (vmap): each operand batched or not, bdim positions other than 0,
     # groups 1 and > 1, transposed or not, 1-3D; per-sample gradients are x and dy batched
     combos = [{"x": 0}, {"w": 1}, {"x": 1, "w": 0}, {"x": 0, "dy": 2}, {"b": 0}, {"z": 1, "x": 0},
@@ -295,8 +334,6 @@ def cases(rng, quick):
             out.append(make_case(rng, nd, algo=algo, special={"w": (0.2, nan)}, C=4, O=4, groups=4, **pad))
     # dtypes and algorithms over a few feature mixes
     for nd, dtype, algo in itertools.product((1, 2, 3), ("f64", "f16", "bf16", "f32"), (None, "ref", "gemm")):
-        if dtype == "f64" and algo == "gemm":
-            continue
         if quick and algo is not None and nd != 2:
             continue
         out.append(make_case(rng, nd, dtype=dtype, algo=algo, groups=2, stride=2, pad_begin=1, pad_end=2,

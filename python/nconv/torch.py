@@ -49,7 +49,26 @@ class ConvolutionFunction(torch.autograd.Function):
     def forward(ctx, input, weight, bias, geometry):
         ctx.geometry = geometry
         ctx.save_for_backward(input, weight)
-        return _F.convolution(input, weight, bias, **geometry.kwargs())
+        ctx.save_for_forward(input, weight)
+        out = _F.convolution(input, weight, bias, **geometry.kwargs())
+        ctx.out_shape = out.shape
+        return out
+
+    @staticmethod
+    def jvp(ctx, input_t, weight_t, bias_t, _):
+        """Forward mode (torch.autograd.forward_ad, functorch's jvp): the output's tangent
+        conv(input_t, weight) + conv(input, weight_t) + bias_t, through the Function itself so that it
+        is differentiable again."""
+        input, weight = ctx.saved_tensors
+        out = None
+        for x, w in ((input_t, weight), (input, weight_t)):
+            if x is not None and w is not None:
+                term = ConvolutionFunction.apply(x, w, None, ctx.geometry)
+                out = term if out is None else out + term
+        if bias_t is not None:
+            b = bias_t.reshape((-1,) + (1,) * (weight.dim() - 2))
+            out = b.expand(ctx.out_shape) if out is None else out + b
+        return out
 
     @staticmethod
     def backward(ctx, grad_output):

@@ -33,7 +33,7 @@ enum { CBLOCK = 16 }; /* bwd_w: threads take whole blocks of this many channels 
 
 static int dw_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt == NCONV_F64) {
-        if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
+        if (why_not) *why_not = "f64 problems run on gemm (f64 throughout)";
         return 0;
     }
     if (c->G != c->C || c->G != c->O) {

@@ -31,7 +31,7 @@ enum { VL = 8, MAX_TAPS = 65536 };
 static int grouped_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     const int64_t q = c->G > 0 ? c->C / c->G : 0;
     if (c->dt == NCONV_F64) {
-        if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
+        if (why_not) *why_not = "f64 problems run on gemm (f64 throughout)";
         return 0;
     }
     if (dir == NCONV_DIR_BWD_D && (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1 || c->mode != NCONV_PAD_ZEROS)) {

@@ -30,7 +30,7 @@
 
 int nconv__igemm_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt == NCONV_F64) {
-        if (why_not) *why_not = "f64 problems run on the reference (f64 accumulation)";
+        if (why_not) *why_not = "f64 problems run on gemm (f64 throughout)";
         return 0;
     }
     if (dir == NCONV_DIR_BWD_D && c->mode != NCONV_PAD_ZEROS) {

@@ -45,7 +45,7 @@ enum { PF_ROWS = 4 };              /* weight transform: rows read ahead when row
 
 static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     const char *why = NULL;
-    if (c->dt == NCONV_F64) why = "f64 problems run on the reference (f64 accumulation)";
+    if (c->dt == NCONV_F64) why = "f64 problems run on gemm (f64 throughout)";
     else if (c->G != 1) why = "groups are not supported";
     else if (c->k[1] != 3 || c->k[2] != 3) why = "needs a 3x3 kernel (x any depth)";
     else if (c->k[0] > MAX_KD) why = "kernels of more than 64 taps in depth";

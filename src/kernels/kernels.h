@@ -104,6 +104,17 @@ typedef void nconv_f32_gemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 typedef nconv_f32_gemm_np_t *nconv_f32_gemm_np_fn;
 
+/*
+ * Packed f64 GEMM, one full tile of NCONV_F64_MR rows x nr columns, nr the table's f64_nr
+ * (8 or 16, the ISA's vector width twice):
+ *   C[r][j] = init + sum_{k < kc} a[k * NCONV_F64_MR + r] * b[k * nr + j],  r < 6, j < nr,
+ * in f64, k in order, where init is C[r][j] when accumulate, else 0 (C is then not read).
+ * a and b are packed and 64-byte aligned. Partial tiles are the caller's (a scratch tile).
+ */
+enum { NCONV_F64_MR = 6 };
+typedef void nconv_f64_gemm_t(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int accumulate);
+typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
+
 /* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
 typedef void nconv_f32_dwconv_t(int64_t channels, int64_t ks, const float *const *rows, const float *w,
                                     const float *init, float *out, int relu);
@@ -263,9 +274,11 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     X(wino_w, f32_wino_w, f32_wino_w, avx2, avx2)                               \
     X(wino_dy, f32_wino_dy, f32_wino_dy, avx2, avx512)                          \
     X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)
+#define NCONV_F64_KERNELS(X)                                                    \
+    X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
-    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X)
+    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)
 
 /* The function of slot `function` for an ISA column of the lists (NONE: NULL). */
 #define NCONV_KERNEL_avx2(function) nconv_##function##__avx2
@@ -279,10 +292,11 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     NCONV_DECLARE_##avx2(type, function) NCONV_DECLARE_##avx512(type, function)
 NCONV_KERNELS(NCONV_DECLARE_KERNEL)
 
-/* The kernels of one ISA; all share the 6 x 16 tile (gemm_ib7_np: 7 x 16). */
+/* The kernels of one ISA; the f32 ones share the 6 x 16 tile (gemm_ib7_np: 7 x 16). */
 #define NCONV_KERNEL_SLOT(slot, type, function, avx2, avx512) nconv_##type##_fn slot;
 typedef struct nconv_kernels {
     nconv_isa isa;
+    int f64_nr; /* f64_gemm's tile width */
     const char *name;
     NCONV_KERNELS(NCONV_KERNEL_SLOT)
 } nconv_kernels;

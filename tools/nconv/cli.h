@@ -118,7 +118,7 @@ int npy_move_axis_front(npy_array *a, int k);
  * directory, and only when all are written and flushed do they replace (rename
  * over) the named files, symbolic links replaced and not followed. A failure
  * leaves every file in the directory as it was (outdir.c). */
-enum { OUTDIR_MAX = 8 };
+enum { OUTDIR_MAX = 10 };
 typedef struct out_dir {
     const char *dir;
     int created; /* the directory did not exist */

@@ -1,7 +1,8 @@
 /*
  * nconv compute: runs one convolution on .npy arrays with PyTorch's
  * torch.nn.functional.conv{1,2,3}d / conv_transpose{1,2,3}d semantics and
- * writes y.npy (and, with --dy, dx.npy, dw.npy, db.npy, dz.npy) to --out.
+ * writes y.npy (and, with --dy, dx.npy, dw.npy, db.npy, dz.npy; with tangents
+ * --tx / --tw / --tb / --tz, the forward-mode derivative ty.npy) to --out.
  * Every input is checked before anything is written, and the outputs replace
  * the files in --out together or not at all (outdir.c).
  */
@@ -19,12 +20,13 @@
 enum {
     A_X, A_W, A_B, A_OUT, A_STRIDE, A_PADDING, A_PAD_END, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
     A_PADDING_MODE, A_Z, A_ALPHA, A_DY, A_GGX, A_GGW, A_GGB, A_X_BDIM, A_W_BDIM, A_B_BDIM, A_Z_BDIM,
-    A_DY_BDIM, A_DTYPE, A_LAYOUT, A_ALGO, A_THREADS, A_COUNT
+    A_DY_BDIM, A_DTYPE, A_LAYOUT, A_ALGO, A_THREADS, A_TX, A_TW, A_TB, A_TZ, A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
     "--x", "--w", "--b", "--out", "--stride", "--padding", "--pad-end", "--dilation", "--groups",
     "--output-padding", "--padding-mode", "--z", "--alpha", "--dy", "--ggx", "--ggw", "--ggb", "--x-bdim",
-    "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads"};
+    "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads", "--tx", "--tw",
+    "--tb", "--tz"};
 
 /* Writes a tensor as .npy in C order to fd: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
 /* batch > 0: the file gets a leading dim of that size (the tensor's slices). */
@@ -154,6 +156,14 @@ int cmd_compute(int argc, char **argv) {
         batched = 1;
     }
     const int dbl = val[A_GGX] || val[A_GGW] || val[A_GGB];
+    /* Tangents: each like its operand, the vmap dim (if any) where the operand has it. */
+    static const int tangent_of[4][2] = {{A_TX, A_X}, {A_TW, A_W}, {A_TB, A_B}, {A_TZ, A_Z}};
+    const int jvp = val[A_TX] || val[A_TW] || val[A_TB] || val[A_TZ];
+    for (int k = 0; k < 4; k++) {
+        const int t = tangent_of[k][0], a = tangent_of[k][1];
+        if (val[t] && !val[a]) return cli_fail("%s: needs %s (the tangent of an absent operand)", arg_names[t], arg_names[a]);
+        if (val[t]) bdim[t] = bdim[a];
+    }
     if (dbl && batched) return cli_fail("%s: double backward of batched operands is not supported yet (issue: batching)",
                                         arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
     if (dbl && !val[A_DY]) return cli_fail("%s: double backward needs --dy", arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
@@ -195,6 +205,8 @@ int cmd_compute(int argc, char **argv) {
     int rc = EXIT_INVALID;
     out_dir od = {.n = 0, .created = 0};
     npy_array x = {0}, w = {0}, b = {0}, z = {0}, dy = {0}, ggx = {0}, ggw = {0}, ggb = {0};
+    npy_array tgx = {0}, tgw = {0}, tgb = {0}, tgz = {0}; /* the tangents */
+    host_tensor htx = {0}, htw = {0}, htb = {0}, htz = {0}, hty = {0};
     host_tensor hx = {0}, hw = {0}, hb = {0}, hz = {0}, hy = {0}, hdy = {0}, hdx = {0}, hdw = {0}, hdb = {0}, hdz = {0};
     host_tensor hggx = {0}, hggw = {0}, hggb = {0}, hggy = {0}, hgx = {0}, hgw = {0};
     char err[1024];
@@ -208,7 +220,8 @@ int cmd_compute(int argc, char **argv) {
     nconv_context_set_threads(ctx, (int)threads);
 
     struct { int a; npy_array *arr; } loads[] = {{A_X, &x},     {A_W, &w},     {A_B, &b},     {A_Z, &z},
-                                                 {A_DY, &dy},   {A_GGX, &ggx}, {A_GGW, &ggw}, {A_GGB, &ggb}};
+                                                 {A_DY, &dy},   {A_GGX, &ggx}, {A_GGW, &ggw}, {A_GGB, &ggb},
+                                                 {A_TX, &tgx},  {A_TW, &tgw},  {A_TB, &tgb},  {A_TZ, &tgz}};
     for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
         if (!val[loads[k].a]) continue;
         if (npy_read(val[loads[k].a], loads[k].arr, err, sizeof err)) {
@@ -222,7 +235,11 @@ int cmd_compute(int argc, char **argv) {
         const int a = loads[k].a;
         if (!val[a] || bdim[a] < 0) continue;
         npy_array *arr = loads[k].arr;
-        const int bf = a == A_X ? A_X_BDIM : a == A_W ? A_W_BDIM : a == A_B ? A_B_BDIM : a == A_Z ? A_Z_BDIM : A_DY_BDIM;
+        int primal = a;
+        for (int k = 0; k < 4; k++)
+            if (tangent_of[k][0] == a) primal = tangent_of[k][1];
+        const int bf = primal == A_X ? A_X_BDIM : primal == A_W ? A_W_BDIM : primal == A_B ? A_B_BDIM
+                       : primal == A_Z ? A_Z_BDIM : A_DY_BDIM;
         if (bdim[a] >= arr->ndim) {
             rc = cli_fail("%s = %lld: %s has only %d dims", arg_names[bf], (long long)bdim[a], arg_names[a], arr->ndim);
             goto done;
@@ -395,25 +412,32 @@ int cmd_compute(int argc, char **argv) {
         rc = cli_fail("--b: shape %s, expected (%lld,) (out_channels)", got, (long long)p.out_channels);
         goto done;
     }
-    if (val[A_GGB] && (ggb.ndim != 1 || ggb.shape[0] != p.out_channels)) {
-        shape_str(got, sizeof got, ggb.ndim, ggb.shape);
-        rc = cli_fail("--ggb: shape %s, expected (%lld,) (out_channels)", got, (long long)p.out_channels);
-        goto done;
-    }
-    if (val[A_GGW] && !same_shape(&ggw, r, wsh)) {
-        shape_str(got, sizeof got, ggw.ndim, ggw.shape);
-        shape_str(want, sizeof want, r, wsh);
-        rc = cli_fail("--ggw: shape %s, expected the weight shape %s", got, want);
-        goto done;
-    }
-    if (val[A_GGX] && !same_shape(&ggx, r - drop, xs + drop)) {
-        shape_str(got, sizeof got, ggx.ndim, ggx.shape);
-        shape_str(want, sizeof want, r - drop, xs + drop);
-        rc = cli_fail("--ggx: shape %s, expected the input shape %s", got, want);
-        goto done;
-    }
-    struct { int a; npy_array *arr; } ylike[] = {{A_Z, &z}, {A_DY, &dy}};
-    for (size_t k = 0; k < 2; k++) {
+    struct { int a; npy_array *arr; } blike[] = {{A_GGB, &ggb}, {A_TB, &tgb}};
+    for (size_t k = 0; k < 2; k++)
+        if (val[blike[k].a] && (blike[k].arr->ndim != 1 || blike[k].arr->shape[0] != p.out_channels)) {
+            shape_str(got, sizeof got, blike[k].arr->ndim, blike[k].arr->shape);
+            rc = cli_fail("%s: shape %s, expected (%lld,) (out_channels)", arg_names[blike[k].a], got,
+                          (long long)p.out_channels);
+            goto done;
+        }
+    struct { int a; npy_array *arr; } wlike[] = {{A_GGW, &ggw}, {A_TW, &tgw}};
+    for (size_t k = 0; k < 2; k++)
+        if (val[wlike[k].a] && !same_shape(wlike[k].arr, r, wsh)) {
+            shape_str(got, sizeof got, wlike[k].arr->ndim, wlike[k].arr->shape);
+            shape_str(want, sizeof want, r, wsh);
+            rc = cli_fail("%s: shape %s, expected the weight shape %s", arg_names[wlike[k].a], got, want);
+            goto done;
+        }
+    struct { int a; npy_array *arr; } xlike[] = {{A_GGX, &ggx}, {A_TX, &tgx}};
+    for (size_t k = 0; k < 2; k++)
+        if (val[xlike[k].a] && !same_shape(xlike[k].arr, r - drop, xs + drop)) {
+            shape_str(got, sizeof got, xlike[k].arr->ndim, xlike[k].arr->shape);
+            shape_str(want, sizeof want, r - drop, xs + drop);
+            rc = cli_fail("%s: shape %s, expected the input shape %s", arg_names[xlike[k].a], got, want);
+            goto done;
+        }
+    struct { int a; npy_array *arr; } ylike[] = {{A_Z, &z}, {A_DY, &dy}, {A_TZ, &tgz}};
+    for (size_t k = 0; k < 3; k++) {
         if (!val[ylike[k].a]) continue;
         if (!same_shape(ylike[k].arr, r - drop, ys + drop)) {
             shape_str(got, sizeof got, ylike[k].arr->ndim, ylike[k].arr->shape);
@@ -427,6 +451,7 @@ int cmd_compute(int argc, char **argv) {
      * and replace the old ones only when all are written. */
     const out_spec all_outs[] = {
         {"y.npy", &hy, 1, r, ys, drop, 1},
+        {"ty.npy", &hty, 1, r, ys, drop, jvp},
         {"dx.npy", &hdx, 1, r, xs, drop, val[A_DY] != NULL},
         {"dw.npy", &hdw, 1, r, wsh, 0, val[A_DY] != NULL},
         {"db.npy", &hdb, 1, 1, &p.out_channels, 0, val[A_DY] && val[A_B]},
@@ -449,6 +474,12 @@ int cmd_compute(int argc, char **argv) {
               to_tensor_batch(w.data, NB(A_W), r, wsh, dt, layout, &hw) || to_tensor_batch(NULL, OB, r, ys, dt, layout, &hy) ||
               (val[A_B] && to_tensor_batch(b.data, NB(A_B), 1, &p.out_channels, dt, layout, &hb)) ||
               (val[A_Z] && to_tensor_batch(z.data, NB(A_Z), r, ys, dt, layout, &hz));
+    if (jvp)
+        oom = oom || (val[A_TX] && to_tensor_batch(tgx.data, NB(A_X), r, xs, dt, layout, &htx)) ||
+              (val[A_TW] && to_tensor_batch(tgw.data, NB(A_W), r, wsh, dt, layout, &htw)) ||
+              (val[A_TB] && to_tensor_batch(tgb.data, NB(A_B), 1, &p.out_channels, dt, layout, &htb)) ||
+              (val[A_TZ] && to_tensor_batch(tgz.data, NB(A_Z), r, ys, dt, layout, &htz)) ||
+              to_tensor_batch(NULL, OB, r, ys, dt, layout, &hty);
     if (val[A_DY])
         oom = oom || to_tensor_batch(dy.data, NB(A_DY), r, ys, dt, layout, &hdy) ||
               to_tensor_batch(NULL, OB, r, xs, dt, layout, &hdx) || to_tensor_batch(NULL, OB, r, wsh, dt, layout, &hdw) ||
@@ -472,8 +503,26 @@ int cmd_compute(int argc, char **argv) {
                             hdx.batch_stride, hdw.batch_stride, hdb.batch_stride, hdz.batch_stride};
 #undef BS
     const nconv_tensor *tb = val[A_B] ? &hb.t : NULL, *tz = val[A_Z] ? &hz.t : NULL;
-    if (batched ? nconv_forward_batched(ctx, &p, &epi, &bt, &hx.t, &hw.t, tb, tz, &hy.t)
-                : nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, tb, tz, &hy.t, NULL, 0)) {
+    if (jvp) { /* y and ty, slice by slice when batched */
+        for (int64_t k = 0; k < OB; k++) {
+            const struct { int a; const host_tensor *h; } ops[] = {
+                {A_X, &hx}, {A_W, &hw}, {A_B, &hb}, {A_Z, &hz}, {A_TX, &htx}, {A_TW, &htw}, {A_TB, &htb}, {A_TZ, &htz}};
+            nconv_tensor s[8], sy = hy.t, sty = hty.t;
+            const nconv_tensor *sp[8];
+            for (int i = 0; i < 8; i++) {
+                s[i] = ops[i].h->t;
+                s[i].data = (char *)s[i].data + nconv_dtype_size(dt) * (size_t)(bdim[ops[i].a] >= 0 ? k * ops[i].h->batch_stride : 0);
+                sp[i] = val[ops[i].a] ? &s[i] : NULL;
+            }
+            sy.data = (char *)sy.data + nconv_dtype_size(dt) * (size_t)(k * hy.batch_stride);
+            sty.data = (char *)sty.data + nconv_dtype_size(dt) * (size_t)(k * hty.batch_stride);
+            if (nconv_forward_jvp(ctx, &p, &epi, sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6], sp[7], &sy, &sty)) {
+                fprintf(stderr, "%s\n", nconv_last_error());
+                goto done;
+            }
+        }
+    } else if (batched ? nconv_forward_batched(ctx, &p, &epi, &bt, &hx.t, &hw.t, tb, tz, &hy.t)
+                       : nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, tb, tz, &hy.t, NULL, 0)) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
@@ -498,8 +547,9 @@ int cmd_compute(int argc, char **argv) {
 done:
     outdir_abort(&od);
     npy_free(&x), npy_free(&w), npy_free(&b), npy_free(&z), npy_free(&dy);
-    npy_free(&ggx), npy_free(&ggw), npy_free(&ggb);
-    host_tensor *all[] = {&hx, &hw, &hb, &hz, &hy, &hdy, &hdx, &hdw, &hdb, &hdz, &hggx, &hggw, &hggb, &hggy, &hgx, &hgw};
+    npy_free(&ggx), npy_free(&ggw), npy_free(&ggb), npy_free(&tgx), npy_free(&tgw), npy_free(&tgb), npy_free(&tgz);
+    host_tensor *all[] = {&hx,   &hw,   &hb,   &hz,   &hy,  &hdy, &hdx, &hdw, &hdb, &hdz, &hggx,
+                          &hggw, &hggb, &hggy, &hgx,  &hgw, &htx, &htw, &htb, &htz, &hty};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]->buf);
     nconv_context_destroy(ctx);
     return rc;

@@ -22,7 +22,8 @@ static const command commands[] = {
      "--x X.npy --w W.npy [--b B.npy] --out DIR [--stride S] [--padding P|same|valid]\n"
      "[--pad-end E] [--dilation D] [--groups G] [--transposed] [--output-padding OP]\n"
      "[--padding-mode zeros|reflect|replicate|circular] [--z Z.npy] [--alpha A] [--relu]\n"
-     "[--dy DY.npy] [--ggx GGX.npy] [--ggw GGW.npy] [--ggb GGB.npy] [--x-bdim K] [--w-bdim K]\n"
+     "[--dy DY.npy] [--ggx GGX.npy] [--ggw GGW.npy] [--ggb GGB.npy] [--tx TX.npy] [--tw TW.npy]\n"
+     "[--tb TB.npy] [--tz TZ.npy] [--x-bdim K] [--w-bdim K]\n"
      "[--b-bdim K] [--z-bdim K] [--dy-bdim K] [--dtype f32|f64|f16|bf16] [--layout ncx|nxc]\n"
      "[--algo NAME|auto|benchmark] [--threads N]",
      cmd_compute},
