@@ -396,6 +396,23 @@ NCONV_API nconv_status nconv_double_backward(nconv_context *ctx, const nconv_pro
                                              const nconv_tensor *gx, const nconv_tensor *gw);
 
 
+/** Batch strides, in elements, of the double backward's operands (0: shared; every output
+ *  carries the batch). */
+typedef struct nconv_double_batch {
+    int64_t size;                        /* B >= 1 */
+    int64_t x, w, dy, ggx, ggw, ggb;     /* inputs */
+    int64_t ggy, gx, gw;                 /* outputs (must be non-zero) */
+} nconv_double_batch;
+
+/** nconv_double_backward for each b < B (functorch's vmap over the double backward): ggy[b],
+ *  gx[b], gw[b] from the slices b of the batched operands and the shared ones whole. */
+NCONV_API nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_problem *p,
+                                                     const nconv_double_batch *batch, const nconv_tensor *x,
+                                                     const nconv_tensor *w, const nconv_tensor *dy,
+                                                     const nconv_tensor *ggx, const nconv_tensor *ggw,
+                                                     const nconv_tensor *ggb, const nconv_tensor *ggy,
+                                                     const nconv_tensor *gx, const nconv_tensor *gw);
+
 /* ------------------------------------------------------------------ plans */
 
 /*

@@ -242,3 +242,59 @@ nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, 
     release(ctx, ops, NOPS);
     return st;
 }
+
+/* Double backward of batched operands: every output is per b (gw too, even with w shared), so B
+ * always goes into the groups; ggb folds as a bias. */
+nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_problem *p, const nconv_double_batch *bt,
+                                           const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *dy,
+                                           const nconv_tensor *ggx, const nconv_tensor *ggw, const nconv_tensor *ggb,
+                                           const nconv_tensor *ggy, const nconv_tensor *gx, const nconv_tensor *gw) {
+    nconv__clear_error();
+    if (!bt) return INVALID("batch is NULL");
+    if ((ggy && !bt->ggy) || (gx && !bt->gx) || (gw && !bt->gw))
+        return INVALID("batch stride of %s = 0: every output carries the batch",
+                       ggy && !bt->ggy ? "ggy" : gx && !bt->gx ? "gx" : "gw");
+    const nconv_batch size = {.size = bt->size};
+    plan pl;
+    nconv_status st = make_plan(p, &size, 0, &pl);
+    if (st) return st;
+    const int64_t B = bt->size, oc = p->out_channels;
+    const int r = p->ndims + 2;
+    const nconv_operand_check chk[] = {
+        {"x", x, r, pl.xs, B, bt->x, 0},         {"w", w, r, pl.ws, B, bt->w, 0},
+        {"dy", dy, r, pl.ys, B, bt->dy, 0},      {"ggx", ggx, r, pl.xs, B, bt->ggx, 0},
+        {"ggw", ggw, r, pl.ws, B, bt->ggw, 0},   {"ggb", ggb, 1, &oc, B, bt->ggb, 0},
+        {"ggy", ggy, r, pl.ys, B, bt->ggy, 1},   {"gx", gx, r, pl.xs, B, bt->gx, 1},
+        {"gw", gw, r, pl.ws, B, bt->gw, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 9))) return st;
+    /* What the unbatched call needs, refused before any copy (its own messages) */
+    const nconv_tensor *any = ggy ? ggy : gx ? gx : gw;
+    if (!any) return NCONV_OK;
+    if ((ggw && ggy && !x) || (ggx && ggy && !w) || (((gx && ggw) || (gw && ggx)) && !dy))
+        return INVALID("%s is NULL but required for the given gradients",
+                       ggw && ggy && !x ? "x" : ggx && ggy && !w ? "w" : "dy");
+    nconv_tensor ggb_act;
+    enum { X, W, DY, GGX, GGW, GGB, GGY, GX, GW, NOPS };
+    const nconv_tensor *in[NOPS] = {x, w, dy, ggx, ggw, ggb, ggy, gx, gw};
+    const int64_t bs[NOPS] = {bt->x, bt->w, bt->dy, bt->ggx, bt->ggw, bt->ggb, bt->ggy, bt->gx, bt->gw};
+    operand ops[NOPS] = {act(&pl, x ? x : any, bs[X], pl.xs),       weight(&pl, w ? w : any, bs[W]),
+                         act(&pl, dy ? dy : any, bs[DY], pl.ys),    act(&pl, ggx ? ggx : any, bs[GGX], pl.xs),
+                         weight(&pl, ggw ? ggw : any, bs[GGW]),     vector(ggb ? ggb : any, bs[GGB], oc, &ggb_act),
+                         act(&pl, ggy ? ggy : any, bs[GGY], pl.ys), act(&pl, gx ? gx : any, bs[GX], pl.xs),
+                         weight(&pl, gw ? gw : any, bs[GW])};
+    int need[NOPS];
+    for (int i = 0; i < NOPS; i++) need[i] = !in[i] ? ABSENT : i >= GGY ? OUTPUT : INPUT;
+    void *ws;
+    size_t ws_size;
+    /* The workspace is given back at once: the double backward takes it again from the context. */
+    if ((st = take_memory(ctx, p, &pl, ops, need, NOPS, NCONV_OP_DOUBLE_BACKWARD, NULL, &ws, &ws_size))) return st;
+    nconv__ctx_ws_release(ctx, ws, ws_size);
+    const nconv_tensor *f[NOPS];
+    for (int i = 0; i < NOPS; i++) f[i] = in[i] ? &ops[i].fold : NULL;
+    st = nconv_double_backward(ctx, &pl.p, f[X], f[W], f[DY], f[GGX], f[GGW], f[GGB], f[GGY], f[GX], f[GW]);
+    if (!st)
+        for (int i = GGY; i < NOPS; i++)
+            if (need[i]) unfold_output(p, B, &ops[i]);
+    release(ctx, ops, NOPS);
+    return st;
+}

@@ -157,7 +157,7 @@ nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const
 
     if (tx && tw) {
         nconv_tensor t;
-        const int nxc = r > 3 && ty->stride[1] == 1 && oc > 1;
+        const int nxc = ty->stride[1] == 1 && oc > 1; /* t in ty's layout */
         nconv_tensor_init(&t, mem, r, ys, nxc ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
         if (!(st = nconv_forward(ctx, p, &te, x, tw, NULL, tz, &t, wsp, need)))
             st = nconv_forward(ctx, p, &one, tx, w, tb, &t, ty, wsp, need);

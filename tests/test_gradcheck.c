@@ -4,8 +4,8 @@
  * dL/dx, dL/dw, dL/db, dL/dz from nconv_backward with dy = r, checked at
  * random elements: |fd - analytic| <= 1e-6 * (1 + |analytic|); the same for
  * batched operands (vmap rules) in every combination, for the double
- * backward's three outputs, and for the forward-mode derivative (jvp) along
- * every subset of tangents.
+ * backward's three outputs (batched: against the unbatched call per slice),
+ * and for the forward-mode derivative (jvp) along every subset of tangents.
  */
 #include "test_util.h"
 
@@ -272,6 +272,49 @@ static void jvp_one(nconv_context *ctx, const nconv_problem *p, nconv_activation
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
+/* nconv_double_backward_batched against nconv_double_backward slice by slice (itself checked
+ * against finite differences above): x, w, dy, ggx, ggw, ggb each batched (bit k of mask) or
+ * shared, the batch dim outermost or second (bit 6), within 1e-12. */
+static void double_batched_one(nconv_context *ctx, const nconv_problem *p, int mask, uint64_t *rng) {
+    const int64_t B = 3;
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2, inner = (mask & 64) != 0;
+    bbuf in[6], out[3], one[3];
+    const int64_t *shape[6] = {xs, ws, ys, xs, ws, &oc}, *oshape[3] = {ys, xs, ws};
+    const int rank[6] = {r, r, r, r, r, 1}, orank[3] = {r, r, r};
+    for (int i = 0; i < 6; i++) bmake(&in[i], rank[i], shape[i], B, mask >> i & 1, inner && i != 5, rng);
+    for (int i = 0; i < 3; i++) bmake(&out[i], orank[i], oshape[i], B, 1, 0, NULL);
+    for (int i = 0; i < 3; i++) bmake(&one[i], orank[i], oshape[i], 1, 0, 0, NULL);
+    const nconv_double_batch bt = {B, in[0].bstride, in[1].bstride, in[2].bstride, in[3].bstride, in[4].bstride,
+                                   in[5].bstride, out[0].bstride, out[1].bstride, out[2].bstride};
+    char desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    CHECK(nconv_double_backward_batched(ctx, p, &bt, &in[0].t, &in[1].t, &in[2].t, &in[3].t, &in[4].t, &in[5].t,
+                                        &out[0].t, &out[1].t, &out[2].t) == NCONV_OK,
+          "batched double backward (mask %d) on %s: %s", mask, desc, nconv_last_error());
+    static const char *const names[3] = {"ggy", "gx", "gw"};
+    for (int64_t b = 0; b < B; b++) {
+        nconv_tensor sl[6];
+        for (int i = 0; i < 6; i++) sl[i] = in[i].t, sl[i].data = in[i].v + b * in[i].bstride;
+        CHECK(nconv_double_backward(ctx, p, &sl[0], &sl[1], &sl[2], &sl[3], &sl[4], &sl[5], &one[0].t, &one[1].t,
+                                    &one[2].t) == NCONV_OK,
+              "%s", nconv_last_error());
+        for (int i = 0; i < 3; i++) {
+            double md = 0, mr = 0;
+            for (int64_t e = 0; e < one[i].n; e++) {
+                const double d = fabs(out[i].v[b * out[i].slice + e] - one[i].v[e]);
+                if (!(d <= md)) md = d;
+                if (fabs(one[i].v[e]) > mr) mr = fabs(one[i].v[e]);
+            }
+            CHECK(md <= 1e-12 * (mr > 0 ? mr : 1), "batched double backward %s[b = %lld] (mask %d): err %g on %s",
+                  names[i], (long long)b, mask, md, desc);
+        }
+    }
+    for (int i = 0; i < 6; i++) free(in[i].v);
+    for (int i = 0; i < 3; i++) free(out[i].v), free(one[i].v);
+}
+
 int main(void) {
     nconv_context *ctx;
     nconv_context_create(&ctx);
@@ -339,6 +382,7 @@ int main(void) {
             }
             CHECK(nconv_problem_validate(&p) == NCONV_OK, "%s", nconv_last_error());
             double_one(dflt, &p, &rng);
+            for (int mask = variant; mask < 128; mask += 9) double_batched_one(dflt, &p, mask, &rng);
         }
     nconv_context_destroy(dflt);
     nconv_context_destroy(ctx);

@@ -324,8 +324,9 @@ static void test_isa_cap_refused(void) {
     CHECK_ERROR(nconv_algorithm_chosen(NULL, &p, NCONV_DIR_FWD, &name), NCONV_INVALID_ARGUMENT, "NCONV_MAX_ISA");
 }
 
-/* nconv_forward_jvp's own checks: each names the tangent, and no output is written. */
-static void test_jvp_misuse(void) {
+/* nconv_forward_jvp's and nconv_double_backward_batched's own checks: each names the operand, and no
+ * output is written. */
+static void test_derivative_misuse(void) {
     nconv_problem p = conv2d(1, 2, 3, 5, 5, 3);
     float x[50], w[54], y[27], t[27], b[3];
     int64_t xs[4] = {1, 2, 5, 5}, wsh[4] = {3, 2, 3, 3}, ys[4] = {1, 3, 3, 3}, bs[1] = {3};
@@ -352,6 +353,14 @@ static void test_jvp_misuse(void) {
                 NCONV_INVALID_ARGUMENT, "y overlaps ty");
     CHECK_ERROR(nconv_forward_jvp(NULL, &p, NULL, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty, &tx),
                 NCONV_INVALID_ARGUMENT, "ty overlaps x");
+    const nconv_double_batch db0 = {2, 0, 0, 0, 0, 0, 0, 27, 0, 54};
+    CHECK_ERROR(nconv_double_backward_batched(NULL, &p, NULL, &tx, &tw, &ty, &tx, NULL, NULL, &ttan, NULL, NULL),
+                NCONV_INVALID_ARGUMENT, "batch is NULL");
+    CHECK_ERROR(nconv_double_backward_batched(NULL, &p, &db0, &tx, &tw, &ty, &tx, NULL, NULL, NULL, &tx, NULL),
+                NCONV_INVALID_ARGUMENT, "batch stride of gx = 0");
+    const nconv_double_batch db1 = {0, 0, 0, 0, 0, 0, 0, 27, 50, 54};
+    CHECK_ERROR(nconv_double_backward_batched(NULL, &p, &db1, &tx, &tw, &ty, &tx, NULL, NULL, &ttan, NULL, NULL),
+                NCONV_INVALID_ARGUMENT, "batch size = 0");
     int untouched = 1;
     for (int i = 0; i < 27; i++) untouched = untouched && y[i] == -7.0f && t[i] == -7.0f;
     CHECK(untouched, "a refused jvp wrote an output");
@@ -373,6 +382,6 @@ int main(void) {
     test_validation();
     test_text();
     test_api_misuse();
-    test_jvp_misuse();
+    test_derivative_misuse();
     return test_summary();
 }

@@ -304,6 +304,14 @@ def cases(rng, quick):
         out.append(make_case(rng, nd, tangents=every, z=True, relu=True, bdims={"x": 1, "w": 0}, B=3, dtype="f64",
                              pad_begin=1, pad_end=1))
         out.append(make_case(rng, nd, tangents=("tw", "tz"), z=True, bdims={"z": 0}, B=2, dtype="f64"))
+    # batched double backward (vmap over it): gg* batched or shared, with batched or shared x, w, dy
+    for nd in (1, 2, 3):
+        for bd in ({"ggx": 0}, {"ggw": 1, "w": 0}, {"ggb": 0, "dy": 1}, {"x": 0, "dy": 0, "ggx": 1, "ggw": 0},
+                   {"x": 1, "w": 0, "dy": 0, "ggx": 0, "ggw": 0, "ggb": 0}):
+            out.append(make_case(rng, nd, gg=("ggx", "ggw", "ggb"), bdims=bd, B=3, groups=2, stride=2, pad_begin=1,
+                                 pad_end=1, dtype="f64"))
+        out.append(make_case(rng, nd, gg=("ggw",), bdims={"ggw": 0, "x": 0}, B=2, transposed=True, stride=2,
+                             pad_begin=1, pad_end=1, output_padding=1, bias=False, dtype="f64"))
     # batched operands (vmap): each operand batched or not, bdim positions other than 0,
     # groups 1 and > 1, transposed or not, 1-3D; per-sample gradients are x and dy batched
     combos = [{"x": 0}, {"w": 1}, {"x": 1, "w": 0}, {"x": 0, "dy": 2}, {"b": 0}, {"z": 1, "x": 0},

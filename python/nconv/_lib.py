@@ -139,6 +139,7 @@ _signatures = {
                               ctypes.c_int),
     'nconv_backward_batched': ([ctypes.c_void_p, _P(Problem), _P(Epilogue), _P(Batch)] + [_TP] * 8, ctypes.c_int),
     'nconv_double_backward': ([ctypes.c_void_p, _P(Problem)] + [_TP] * 9, ctypes.c_int),
+    'nconv_forward_jvp': ([ctypes.c_void_p, _P(Problem), _P(Epilogue)] + [_TP] * 10, ctypes.c_int),
     'nconv_plan_desc_init': ([_P(PlanDesc), ctypes.c_int], ctypes.c_int),
     'nconv_plan_create': ([ctypes.c_void_p, _P(Problem), _P(PlanDesc), _P(ctypes.c_void_p)], ctypes.c_int),
     'nconv_plan_workspace_size': ([ctypes.c_void_p, _P(ctypes.c_size_t)], ctypes.c_int),

@@ -274,6 +274,41 @@ def convolution(input, weight, bias=None, stride=1, padding=0, dilation=1, trans
     return y[0] if unbatched else y
 
 
+def convolution_jvp(input, weight, bias=None, stride=1, padding=0, dilation=1, transposed=False, output_padding=0,
+                    groups=1, *, input_t=None, weight_t=None, bias_t=None, padding_mode='zeros', z=None, z_t=None,
+                    alpha=1.0, relu=False, context=None, threads=None):
+    """The forward-mode derivative of convolution (torch.autograd.forward_ad, functorch's jvp): returns
+    (out, out_t), out as convolution computes it and its tangent along input_t, weight_t, bias_t and z_t
+    (each optional, None counting as zeros; bias_t needs bias, z_t needs z):
+    out_t = act'(pre) * (conv(input_t, weight) + conv(input, weight_t) + bias_t + alpha * z_t)."""
+    nd = _spatial_dims(getattr(weight, 'shape', ()), 'weight')
+    _one_dtype({'input': input}, weight=weight, bias=bias, z=z, input_t=input_t, weight_t=weight_t, bias_t=bias_t,
+               z_t=z_t)
+    input, z, input_t, z_t, unbatched = _unbatched(nd, input, z, input_t, z_t)
+    x, w = Operand(input, 'input'), Operand(weight, 'weight')
+    p, (xs, ws, ys) = _problem(x, w, nd, stride, padding, dilation, groups, transposed, output_padding, padding_mode)
+    ops = {name: None if a is None else Operand(a, name)
+           for name, a in (('bias', bias), ('z', z), ('input_t', input_t), ('weight_t', weight_t),
+                           ('bias_t', bias_t), ('z_t', z_t))}
+    for name, shape in (('bias', (p.out_channels,)), ('z', ys), ('input_t', xs), ('weight_t', ws),
+                        ('bias_t', (p.out_channels,)), ('z_t', ys)):
+        _same_dtype(ops[name], x, 'input')
+        _check_shape(ops[name], shape)
+    for t, a in (('bias_t', 'bias'), ('z_t', 'z')):
+        if ops[t] is not None and ops[a] is None:
+            raise InvalidArgumentError('%s: given without %s (an absent operand has no tangent)' % (t, a))
+    cl = x.channels_last() or w.channels_last()
+    y, ty = empty(x, ys, cl, 'out'), empty(x, ys, cl, 'out_t')
+    ctx = _context(context, threads)
+    e = _epilogue(relu, alpha)
+    check(lib.nconv_forward_jvp(ctx.handle, ctypes.byref(p), ctypes.byref(e), pointer(x), pointer(w),
+                                pointer(ops['bias']), pointer(ops['z']), pointer(ops['input_t']),
+                                pointer(ops['weight_t']), pointer(ops['bias_t']), pointer(ops['z_t']), pointer(y),
+                                pointer(ty)))
+    y, ty = y.array, ty.array
+    return (y[0], ty[0]) if unbatched else (y, ty)
+
+
 def _conv(nd):
     def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, padding_mode='zeros', z=None,
              alpha=1.0, relu=False, out=None, context=None, threads=None):

@@ -170,6 +170,39 @@ def test_double_backward_matches_autograd():
     close(only[1], torch.autograd.grad((dw,), (x,), (ggw,), retain_graph=True)[0], torch.float64)
 
 
+@pytest.mark.parametrize('nd,xs,ws,kw', CASES)
+def test_convolution_jvp_matches_forward_ad(nd, xs, ws, kw):
+    """(out, out_t) against torch.autograd.forward_ad, f64: every tangent with z and relu, then each alone,
+    then none; transposed, and NumPy unbatched input."""
+    import torch.autograd.forward_ad as fwAD
+    g = kw.get('groups', 1)
+    x, w, b = rand(*xs, dtype=torch.float64), rand(*ws, dtype=torch.float64), rand(ws[0], dtype=torch.float64)
+    conv = getattr(F, 'conv%dd' % nd)
+    z = rand(*conv(x, w, b, **kw).shape, dtype=torch.float64)
+    prim = dict(input=x, weight=w, bias=b, z=z)
+    tan = {k: torch.randn_like(v) for k, v in prim.items()}
+    for which in (tuple(prim), ('input',), ('weight',), ('bias',), ('z',), ()):
+        with fwAD.dual_level():
+            d = {k: fwAD.make_dual(v, tan[k]) if k in which else v for k, v in prim.items()}
+            ref_y, ref_t = fwAD.unpack_dual(torch.relu(conv(d['input'], d['weight'], d['bias'], **kw) + 0.5 * d['z']))
+        y, t = nconv.convolution_jvp(x, w, b, z=z, alpha=0.5, relu=True, **kw,
+                                     **{k + '_t': tan[k] for k in which})
+        close(y, ref_y, torch.float64)
+        close(t, ref_t if ref_t is not None else torch.zeros_like(ref_y), torch.float64)
+    wt = rand(xs[1], 3 * g, *ws[2:], dtype=torch.float64)
+    twt = torch.randn_like(wt)
+    with fwAD.dual_level():
+        ref = fwAD.unpack_dual(getattr(F, 'conv_transpose%dd' % nd)(x, fwAD.make_dual(wt, twt), groups=g)).tangent
+    close(nconv.convolution_jvp(x, wt, None, transposed=True, groups=g, weight_t=twt)[1], ref, torch.float64)
+    y, t = nconv.convolution_jvp(x.numpy()[0], w.numpy(), None, **kw, input_t=tan['input'].numpy()[0])
+    with fwAD.dual_level():
+        ref = fwAD.unpack_dual(conv(fwAD.make_dual(x[:1], tan['input'][:1]), w, None, **kw)).tangent
+    assert isinstance(t, np.ndarray)
+    close(t, ref[0], torch.float64)
+    with pytest.raises(nconv.InvalidArgumentError, match='bias_t: given without bias'):
+        nconv.convolution_jvp(x, w, None, bias_t=b, **kw)
+
+
 def test_batched_forward_and_backward():
     B = 3
     x, w, b = rand(B, 2, 4, 6, 6), rand(B, 5, 4, 3, 3), rand(5)

@@ -20,13 +20,14 @@
 enum {
     A_X, A_W, A_B, A_OUT, A_STRIDE, A_PADDING, A_PAD_END, A_DILATION, A_GROUPS, A_OUTPUT_PADDING,
     A_PADDING_MODE, A_Z, A_ALPHA, A_DY, A_GGX, A_GGW, A_GGB, A_X_BDIM, A_W_BDIM, A_B_BDIM, A_Z_BDIM,
-    A_DY_BDIM, A_DTYPE, A_LAYOUT, A_ALGO, A_THREADS, A_TX, A_TW, A_TB, A_TZ, A_COUNT
+    A_DY_BDIM, A_DTYPE, A_LAYOUT, A_ALGO, A_THREADS, A_TX, A_TW, A_TB, A_TZ, A_GGX_BDIM,
+    A_GGW_BDIM, A_GGB_BDIM, A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
     "--x", "--w", "--b", "--out", "--stride", "--padding", "--pad-end", "--dilation", "--groups",
     "--output-padding", "--padding-mode", "--z", "--alpha", "--dy", "--ggx", "--ggw", "--ggb", "--x-bdim",
     "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads", "--tx", "--tw",
-    "--tb", "--tz"};
+    "--tb", "--tz", "--ggx-bdim", "--ggw-bdim", "--ggb-bdim"};
 
 /* Writes a tensor as .npy in C order to fd: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
 /* batch > 0: the file gets a leading dim of that size (the tensor's slices). */
@@ -146,8 +147,10 @@ int cmd_compute(int argc, char **argv) {
     int64_t bdim[A_COUNT];
     int batched = 0;
     for (int a = 0; a < A_COUNT; a++) bdim[a] = -1;
-    static const int bdim_of[5][2] = {{A_X_BDIM, A_X}, {A_W_BDIM, A_W}, {A_B_BDIM, A_B}, {A_Z_BDIM, A_Z}, {A_DY_BDIM, A_DY}};
-    for (int k = 0; k < 5; k++) {
+    static const int bdim_of[8][2] = {{A_X_BDIM, A_X},     {A_W_BDIM, A_W},     {A_B_BDIM, A_B},
+                                      {A_Z_BDIM, A_Z},     {A_DY_BDIM, A_DY},   {A_GGX_BDIM, A_GGX},
+                                      {A_GGW_BDIM, A_GGW}, {A_GGB_BDIM, A_GGB}};
+    for (int k = 0; k < 8; k++) {
         const int f = bdim_of[k][0];
         if (!val[f]) continue;
         if (parse_i64(val[f], &bdim[bdim_of[k][1]]) || bdim[bdim_of[k][1]] < 0)
@@ -164,8 +167,6 @@ int cmd_compute(int argc, char **argv) {
         if (val[t] && !val[a]) return cli_fail("%s: needs %s (the tangent of an absent operand)", arg_names[t], arg_names[a]);
         if (val[t]) bdim[t] = bdim[a];
     }
-    if (dbl && batched) return cli_fail("%s: double backward of batched operands is not supported yet (issue: batching)",
-                                        arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
     if (dbl && !val[A_DY]) return cli_fail("%s: double backward needs --dy", arg_names[val[A_GGX] ? A_GGX : val[A_GGW] ? A_GGW : A_GGB]);
     if (dbl && (relu || val[A_Z]))
         return cli_fail("%s: double backward is for a convolution without epilogue (no --relu, no --z)",
@@ -238,8 +239,9 @@ int cmd_compute(int argc, char **argv) {
         int primal = a;
         for (int k = 0; k < 4; k++)
             if (tangent_of[k][0] == a) primal = tangent_of[k][1];
-        const int bf = primal == A_X ? A_X_BDIM : primal == A_W ? A_W_BDIM : primal == A_B ? A_B_BDIM
-                       : primal == A_Z ? A_Z_BDIM : A_DY_BDIM;
+        int bf = A_X_BDIM; /* the flag that batched it */
+        for (int k = 0; k < 8; k++)
+            if (bdim_of[k][1] == primal) bf = bdim_of[k][0];
         if (bdim[a] >= arr->ndim) {
             rc = cli_fail("%s = %lld: %s has only %d dims", arg_names[bf], (long long)bdim[a], arg_names[a], arr->ndim);
             goto done;
@@ -456,9 +458,9 @@ int cmd_compute(int argc, char **argv) {
         {"dw.npy", &hdw, 1, r, wsh, 0, val[A_DY] != NULL},
         {"db.npy", &hdb, 1, 1, &p.out_channels, 0, val[A_DY] && val[A_B]},
         {"dz.npy", &hdz, 1, r, ys, drop, val[A_DY] && val[A_Z]},
-        {"ggy.npy", &hggy, 0, r, ys, drop, dbl},
-        {"gx.npy", &hgx, 0, r, xs, drop, dbl},
-        {"gw.npy", &hgw, 0, r, wsh, 0, dbl}};
+        {"ggy.npy", &hggy, 1, r, ys, drop, dbl},
+        {"gx.npy", &hgx, 1, r, xs, drop, dbl},
+        {"gw.npy", &hgw, 1, r, wsh, 0, dbl}};
     out_spec outs[OUTDIR_MAX];
     int nout = 0;
     const char *out_names[OUTDIR_MAX];
@@ -485,13 +487,13 @@ int cmd_compute(int argc, char **argv) {
               to_tensor_batch(NULL, OB, r, xs, dt, layout, &hdx) || to_tensor_batch(NULL, OB, r, wsh, dt, layout, &hdw) ||
               (val[A_B] && to_tensor_batch(NULL, OB, 1, &p.out_channels, dt, layout, &hdb)) ||
               (val[A_Z] && to_tensor_batch(NULL, OB, r, ys, dt, layout, &hdz));
-#undef NB
     if (dbl)
-        oom = oom || (val[A_GGX] && to_tensor(ggx.data, r, xs, dt, layout, &hggx)) ||
-              (val[A_GGW] && to_tensor(ggw.data, r, wsh, dt, layout, &hggw)) ||
-              (val[A_GGB] && to_tensor(ggb.data, 1, &p.out_channels, dt, layout, &hggb)) ||
-              to_tensor(NULL, r, ys, dt, layout, &hggy) || to_tensor(NULL, r, xs, dt, layout, &hgx) ||
-              to_tensor(NULL, r, wsh, dt, layout, &hgw);
+        oom = oom || (val[A_GGX] && to_tensor_batch(ggx.data, NB(A_GGX), r, xs, dt, layout, &hggx)) ||
+              (val[A_GGW] && to_tensor_batch(ggw.data, NB(A_GGW), r, wsh, dt, layout, &hggw)) ||
+              (val[A_GGB] && to_tensor_batch(ggb.data, NB(A_GGB), 1, &p.out_channels, dt, layout, &hggb)) ||
+              to_tensor_batch(NULL, OB, r, ys, dt, layout, &hggy) || to_tensor_batch(NULL, OB, r, xs, dt, layout, &hgx) ||
+              to_tensor_batch(NULL, OB, r, wsh, dt, layout, &hgw);
+#undef NB
     if (oom) {
         fprintf(stderr, "nconv: out of memory\n");
         goto done;
@@ -533,9 +535,16 @@ int cmd_compute(int argc, char **argv) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
-    if (dbl && nconv_double_backward(ctx, &p, &hx.t, &hw.t, &hdy.t, val[A_GGX] ? &hggx.t : NULL,
-                                     val[A_GGW] ? &hggw.t : NULL, val[A_GGB] ? &hggb.t : NULL, &hggy.t, &hgx.t,
-                                     &hgw.t)) {
+#define BS(a, h) (bdim[a] >= 0 ? (h).batch_stride : 0)
+    const nconv_double_batch bt2 = {B,           BS(A_X, hx),       BS(A_W, hw),       BS(A_DY, hdy),
+                                    BS(A_GGX, hggx), BS(A_GGW, hggw), BS(A_GGB, hggb), hggy.batch_stride,
+                                    hgx.batch_stride, hgw.batch_stride};
+#undef BS
+    const nconv_tensor *gg[3] = {val[A_GGX] ? &hggx.t : NULL, val[A_GGW] ? &hggw.t : NULL, val[A_GGB] ? &hggb.t : NULL};
+    if (dbl && (batched ? nconv_double_backward_batched(ctx, &p, &bt2, &hx.t, &hw.t, &hdy.t, gg[0], gg[1], gg[2],
+                                                        &hggy.t, &hgx.t, &hgw.t)
+                        : nconv_double_backward(ctx, &p, &hx.t, &hw.t, &hdy.t, gg[0], gg[1], gg[2], &hggy.t, &hgx.t,
+                                                &hgw.t))) {
         fprintf(stderr, "%s\n", nconv_last_error());
         goto done;
     }
