@@ -330,11 +330,107 @@ static void transpose_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* Channels-last and dense within each image: an image's elements are [S][C] in order. */
+static int nxc_dense(const nconv_view *v) {
+    int64_t s = v->shape[1];
+    if (v->shape[1] != 1 && v->stride[1] != 1) return 0;
+    for (int d = 4; d >= 2; d--) {
+        if (v->shape[d] != 1 && v->stride[d] != s) return 0;
+        s *= v->shape[d];
+    }
+    return 1;
+}
+
+/* The same copies for 16-bit storage (f16, bf16), converted by the dtype's kernel on the way:
+ * channels-last images convert as they are, NCHW planes go through the f32 transpose eight
+ * channels at a time. Scatter applies bias and relu (no z) in f32 before narrowing, as the
+ * element-wise path does. */
+typedef struct convert_ctx {
+    const nconv_exec *e;
+    const nconv_view *v;
+    const nconv_epi *epi;
+    const float *src;
+    float *dst;
+    int64_t C, S, blocks;
+    int scatter, nxc;
+} convert_ctx;
+
+enum { CBLOCK = 8 }; /* channels per transpose of a plane block */
+
+static void convert_task(void *arg, int tid, int nthreads) {
+    const convert_ctx *t = arg;
+    const nconv_view *v = t->v;
+    const nconv_epi *epi = t->epi;
+    const nconv_convert16_fn cv = v->dt == NCONV_F16 ? t->e->k->f16_convert : t->e->k->bf16_convert;
+    const nconv_f32_transpose_fn tr = t->e->k->transpose;
+    const int64_t C = t->C, S = t->S;
+    float tmp[CBLOCK * TBLOCK], bias[TBLOCK];
+    int64_t u0, u1;
+    nconv__split(v->shape[0] * t->blocks, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t n = u / t->blocks, s0 = (u % t->blocks) * TBLOCK, s1 = s0 + TBLOCK < S ? s0 + TBLOCK : S;
+        uint16_t *img = (uint16_t *)v->data + n * v->stride[0];
+        float *dense = t->scatter ? NULL : t->dst + (n * S + s0) * C;
+        const float *from = t->scatter ? t->src + (n * S + s0) * C : NULL;
+        if (t->nxc && !t->scatter) {
+            cv((s1 - s0) * C, img + s0 * C, dense, 1);
+        } else if (t->nxc && !epi) {
+            cv((s1 - s0) * C, from, img + s0 * C, 0);
+        } else if (t->nxc) {
+            for (int64_t c0 = 0; c0 < C; c0 += TBLOCK) {
+                const int64_t cn = C - c0 < TBLOCK ? C - c0 : TBLOCK;
+                for (int64_t j = 0; j < cn; j++)
+                    bias[j] = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, (c0 + j) * epi->bias->stride[0]) : 0.0f;
+                for (int64_t q = 0; q < s1 - s0; q++) {
+                    for (int64_t j = 0; j < cn; j++) {
+                        const float val = from[q * C + c0 + j] + bias[j];
+                        tmp[j] = epi->relu && val < 0 ? 0.0f : val; /* NaN stays NaN, as torch.relu */
+                    }
+                    cv(cn, tmp, img + (s0 + q) * C + c0, 0);
+                }
+            }
+        } else {
+            for (int64_t c0 = 0; c0 < C; c0 += CBLOCK) {
+                const int64_t cn = C - c0 < CBLOCK ? C - c0 : CBLOCK;
+                if (!t->scatter) {
+                    for (int64_t j = 0; j < cn; j++) cv(s1 - s0, img + (c0 + j) * v->stride[1] + s0, tmp + j * TBLOCK, 1);
+                    tr(cn, s1 - s0, tmp, TBLOCK, dense + c0, C);
+                    continue;
+                }
+                tr(s1 - s0, cn, from + c0, C, tmp, TBLOCK);
+                for (int64_t j = 0; j < cn; j++) {
+                    float *row = tmp + j * TBLOCK;
+                    if (epi) {
+                        const float b = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, (c0 + j) * epi->bias->stride[0]) : 0.0f;
+                        for (int64_t q = 0; q < s1 - s0; q++) {
+                            const float val = row[q] + b;
+                            row[q] = epi->relu && val < 0 ? 0.0f : val;
+                        }
+                    }
+                    cv(s1 - s0, row, img + (c0 + j) * v->stride[1] + s0, 0);
+                }
+            }
+        }
+    }
+}
+
+static int convertible(const nconv_view *v, int *nxc) {
+    if (v->dt != NCONV_F16 && v->dt != NCONV_BF16) return 0;
+    *nxc = nxc_dense(v);
+    return *nxc || spatial_dense(v);
+}
+
 void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
+    int nxc = 0;
     if (v->dt == NCONV_F32 && spatial_dense(v)) {
         transpose_ctx t = {v, NULL, NULL, dst, C, S, nconv__div_up(S, TBLOCK), 0};
         nconv__parallel(e, transpose_task, &t);
+        return;
+    }
+    if (convertible(v, &nxc)) {
+        convert_ctx t = {e, v, NULL, NULL, dst, C, S, nconv__div_up(S, TBLOCK), 0, nxc};
+        nconv__parallel(e, convert_task, &t);
         return;
     }
     for (int64_t n = 0; n < N; n++)
@@ -351,9 +447,15 @@ void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const floa
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;
     const nconv_view *z = epi ? epi->z : NULL;
+    int nxc = 0;
     if (v->dt == NCONV_F32 && !z && spatial_dense(v)) {
         transpose_ctx t = {v, epi, src, NULL, C, S, nconv__div_up(S, TBLOCK), 1};
         nconv__parallel(e, transpose_task, &t);
+        return;
+    }
+    if (!z && convertible(v, &nxc)) {
+        convert_ctx t = {e, v, epi, src, NULL, C, S, nconv__div_up(S, TBLOCK), 1, nxc};
+        nconv__parallel(e, convert_task, &t);
         return;
     }
     for (int64_t n = 0; n < N; n++)

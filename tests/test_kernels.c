@@ -901,6 +901,55 @@ static void sweep_f64_gemm(const nconv_kernels *k, uint64_t *rng) {
     free(pack);
 }
 
+/* f16 / bf16 conversion kernels against the scalar conversions, bit for bit (a NaN only as a NaN),
+ * on random values of every magnitude and on the edges: zeros, subnormals, ties to even, the
+ * largest finite values and what overflows, infinities, NaNs; lengths across the vector tails. */
+static void sweep_convert(const nconv_kernels *k, uint64_t *rng) {
+    enum { N = 1000 };
+    static const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x33800000u, 0x33c00000u, 0x387fc000u,
+                                     0x38800000u, 0x3f800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u,
+                                     0x477fe000u, 0x477ff000u, 0x477fefffu, 0x7f7fffffu, 0x7f800000u, 0xff800000u,
+                                     0x7fc00000u, 0x7f800001u, 0xffc12345u, 0x3effffffu};
+    const size_t ne = sizeof edges / sizeof edges[0];
+    float f[N], back[N];
+    uint16_t h[N], want[N], hs[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)test_rng(rng);
+        if (i % 3 == 0) bits = (bits & 0x807fffffu) | ((uint32_t)test_int(rng, 100, 150) << 23); /* around 1 */
+        if ((size_t)i < ne) bits = edges[i];
+        memcpy(&f[i], &bits, 4);
+        hs[i] = (uint16_t)test_rng(rng);
+    }
+    for (int type = 0; type < 2; type++) {
+        const nconv_convert16_fn cv = type ? k->bf16_convert : k->f16_convert;
+        const char *name = type ? "bf16" : "f16";
+        const int64_t lens[] = {0, 1, 7, 8, 9, 17, N};
+        for (int li = 0; li < 7; li++) {
+            const int64_t n = lens[li];
+            for (int i = 0; i < N; i++) want[i] = type ? nconv__f32_to_bf16(f[i]) : nconv__f32_to_f16(f[i]);
+            memset(h, 0xab, sizeof h);
+            cv(n, f, h, 0);
+            int64_t bad = -1;
+            for (int64_t i = 0; i < N && bad < 0; i++) {
+                const int nan_w = type ? (want[i] & 0x7fff) > 0x7f80 : (want[i] & 0x7fff) > 0x7c00;
+                const int nan_h = type ? (h[i] & 0x7fff) > 0x7f80 : (h[i] & 0x7fff) > 0x7c00;
+                if (i >= n ? h[i] != 0xabab : nan_w ? !nan_h : h[i] != want[i]) bad = i;
+            }
+            CHECK(bad < 0, "%s %s narrowing, n %lld: element %lld: 0x%04x, want 0x%04x", k->name, name, (long long)n,
+                  (long long)bad, bad < 0 ? 0 : h[bad], bad < 0 ? 0 : want[bad]);
+            for (int i = 0; i < N; i++) back[i] = -7.0f;
+            cv(n, hs, back, 1);
+            bad = -1;
+            for (int64_t i = 0; i < N && bad < 0; i++) {
+                const float w = type ? nconv__bf16_to_f32(hs[i]) : nconv__f16_to_f32(hs[i]);
+                if (i >= n ? back[i] != -7.0f : isnan(w) ? !isnan(back[i]) : memcmp(&w, &back[i], 4) != 0) bad = i;
+            }
+            CHECK(bad < 0, "%s %s widening, n %lld: element %lld of 0x%04x", k->name, name, (long long)n,
+                  (long long)bad, bad < 0 ? 0 : hs[bad]);
+        }
+    }
+}
+
 int main(void) {
     uint64_t krng = 77;
     check_tables();
@@ -925,6 +974,7 @@ int main(void) {
         sweep_gemm_np(k, &krng);
         sweep_wino(k, &krng);
         sweep_f64_gemm(k, &krng);
+        sweep_convert(k, &krng);
     }
     if (nconv__detect_isa() >= NCONV_ISA_AVX512)
         wino_isas_agree(nconv__kernels_for(NCONV_ISA_AVX512), nconv__kernels_for(NCONV_ISA_AVX2), &krng);

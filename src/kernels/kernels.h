@@ -231,6 +231,12 @@ typedef nconv_f32_wino_wgrad_t *nconv_f32_wino_wgrad_fn;
  *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
 typedef void nconv_f32_chsum_t(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
 typedef nconv_f32_chsum_t *nconv_f32_chsum_fn;
+/* Conversion of n contiguous elements between a 16-bit storage type (f16, bf16) and f32:
+ * to_f32: dst[i] = src[i] exactly; else dst[i] = src[i] rounded to nearest even, overflow to
+ * infinity, NaN kept a (quiet) NaN: the library's scalar conversions (tensor.c), bit for bit
+ * except for the payload of a NaN. */
+typedef void nconv_convert16_t(int64_t n, const void *src, void *dst, int to_f32);
+typedef nconv_convert16_t *nconv_convert16_fn;
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
 enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 
@@ -276,9 +282,13 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)
 #define NCONV_F64_KERNELS(X)                                                    \
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
+#define NCONV_CONVERT_KERNELS(X)                                                \
+    X(f16_convert, convert16, f16_convert, avx2, avx2)                          \
+    X(bf16_convert, convert16, bf16_convert, avx2, avx2)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
-    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)
+    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)      \
+    NCONV_CONVERT_KERNELS(X)
 
 /* The function of slot `function` for an ISA column of the lists (NONE: NULL). */
 #define NCONV_KERNEL_avx2(function) nconv_##function##__avx2

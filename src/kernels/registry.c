@@ -2,6 +2,9 @@
 #include "kernels.h"
 
 #include <pthread.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +36,13 @@ static void isa_detect(void) {
     isa_found = NCONV_ISA_GENERIC;
 #if defined(__x86_64__) && defined(__GNUC__)
     /* libgcc also checks that the OS saves the registers (XCR0). */
-    if (cap >= NCONV_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma"))
+    /* F16C (CPUID leaf 1, ECX bit 29), which not every compiler's __builtin_cpu_supports names */
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u);
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    if (cap >= NCONV_ISA_AVX512 && __builtin_cpu_supports("avx512f") && avx2)
         isa_found = NCONV_ISA_AVX512;
-    else if (cap >= NCONV_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (cap >= NCONV_ISA_AVX2 && avx2)
         isa_found = NCONV_ISA_AVX2;
 #endif
 }
