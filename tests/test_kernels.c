@@ -845,7 +845,8 @@ static void sweep_f64_gemm(const nconv_kernels *k, uint64_t *rng) {
     for (int ki = 0; ki < 4; ki++)
         for (int acc = 0; acc < 2; acc++) {
             const int64_t kc = kcs[ki], ldc = nr + 3;
-            double *a = aligned_alloc(64, sizeof(double) * (size_t)(kc * mr + 8));
+            /* sizes a multiple of the alignment, as aligned_alloc requires */
+            double *a = aligned_alloc(64, sizeof(double) * (size_t)((kc * mr + 15) / 8 * 8));
             double *b = aligned_alloc(64, sizeof(double) * (size_t)(kc * 16 + 8));
             double C[NCONV_F64_MR * 19], R[NCONV_F64_MR * 16], S[NCONV_F64_MR * 16];
             for (int64_t i = 0; i < kc * mr; i++) a[i] = test_uniform(rng);
