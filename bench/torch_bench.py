@@ -4,7 +4,7 @@ table through PyTorch (Debian's python3-torch) and prints the table joined with
 them.
 
     nconv bench --csv --threads 1 --batch ../shared/suites/public.txt > nconv.csv
-    /usr/bin/python3 bench/torch_bench.py nconv.csv [--markdown] [--dtype f32|f64|f16|bf16]
+    /usr/bin/python3 bench/torch_bench.py nconv.csv [--markdown] [--dtype f32|f64|f16|bf16|c64|c128]
 
 PyTorch runs F.conv{1,2,3}d / conv_transpose{1,2,3}d (fwd, with bias) and
 aten::convolution_backward (bwd_d: grad_input; bwd_w: grad_weight and
@@ -47,7 +47,8 @@ def timed(fn):
     return 1e3 * statistics.median(times)
 
 
-DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+          "c64": torch.complex64, "c128": torch.complex128}
 
 
 def torch_ms(pr, direction, layout, threads, dtype=torch.float32):
@@ -78,6 +79,16 @@ def torch_ms(pr, direction, layout, threads, dtype=torch.float32):
         if direction == "fwd":
             return timed(fwd)
         dy = torch.randn_like(y).contiguous(memory_format=fmt)
+        if dtype.is_complex:
+            # aten's convolution_backward has no complex kernel: autograd composes real convolutions.
+            # Timed as forward + grad, less the forward alone.
+            leaf = x if direction == "bwd_d" else w
+            leaf.requires_grad_(True)
+
+            def step():
+                with torch.enable_grad():
+                    return torch.autograd.grad(fwd(), [leaf], dy)
+            return timed(step) - timed(fwd)
         mask = [True, False, False] if direction == "bwd_d" else [False, True, True]
         bwd = lambda: torch.ops.aten.convolution_backward(dy, x, w, [pr["oc"]], pr["s"], pr["p"], pr["d"],
                                                           pr["transposed"], op, g, mask)

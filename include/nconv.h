@@ -15,6 +15,15 @@
  *   PyTorch). Contiguous NCHW, channels-last NHWC and any strided view are
  *   all expressible; nconv_tensor_init fills strides for the two common
  *   layouts.
+ * - Complex dtypes (NCONV_C64, NCONV_C128) store each element as two reals,
+ *   real part first (C's float complex / double complex, NumPy's complex64 /
+ *   complex128); strides count complex elements. They take every call and
+ *   feature but relu, with PyTorch's conventions: gradients are dL/d(re) +
+ *   i dL/d(im) of a real loss, so dx = conv_transpose(dy, conj(w)) and
+ *   dw = conv_w(conj(x), dy). Each runs as one real convolution of twice the
+ *   channels; channels-first complex activations and the weights are copied
+ *   to their real form (memory through the context, within its limit, beside
+ *   the workspace that nconv_workspace_size gives).
  * - For a transposed problem, in_channels/in_size describe the transposed
  *   convolution's input and out_channels its output, exactly as in
  *   torch.nn.functional.conv_transpose{1,2,3}d.
@@ -80,7 +89,9 @@ typedef enum nconv_dtype {
     NCONV_F32 = 0,  /* float, f32 accumulation */
     NCONV_F64 = 1,  /* double, f64 accumulation */
     NCONV_F16 = 2,  /* IEEE half storage (uint16_t), f32 accumulation */
-    NCONV_BF16 = 3  /* bfloat16 storage (uint16_t), f32 accumulation */
+    NCONV_BF16 = 3, /* bfloat16 storage (uint16_t), f32 accumulation */
+    NCONV_C64 = 4,  /* complex: interleaved (real, imaginary) float pairs, f32 accumulation */
+    NCONV_C128 = 5  /* complex: interleaved (real, imaginary) double pairs, f64 accumulation */
 } nconv_dtype;
 
 typedef enum nconv_padding_mode {
@@ -186,7 +197,8 @@ NCONV_API nconv_status nconv_problem_shapes(const nconv_problem *p, int64_t x_sh
 
 /** Multiply-adds times two of the equivalent direct convolution:
  *  2 * N * O * (I/g) * prod(kernel) * prod(output spatial) (for a transposed
- *  problem, "output" is its input). Same for every direction. */
+ *  problem, "output" is its input), in real operations (four times that for a
+ *  complex dtype). Same for every direction. */
 NCONV_API nconv_status nconv_problem_flops(const nconv_problem *p, double *flops);
 
 /** The problem in oneDNN benchdnn descriptor syntax (for a transposed problem,

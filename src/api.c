@@ -98,13 +98,18 @@ nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const
     *plan = NULL;
     nconv_status st = check_desc(desc);
     if (st) return st;
+    /* A complex plan is the plan of its real problem (complex.c). */
+    nconv_problem real;
+    const int cx = p && nconv__is_complex(p->dtype);
+    if (cx && (st = nconv__complex_problem(p, &desc->epi, &real))) return st;
     nconv_plan *pl = nconv__alloc(ctx, sizeof *pl);
     if (!pl) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a plan");
     memset(pl, 0, sizeof *pl);
-    if ((st = plan_build(pl, ctx, p, desc, 0, 0))) {
+    if ((st = plan_build(pl, ctx, cx ? &real : p, desc, 0, 0))) {
         nconv__free(ctx, pl);
         return st;
     }
+    pl->complex_dtype = cx ? p->dtype : (nconv_dtype)0;
     *plan = pl;
     return NCONV_OK;
 }
@@ -163,6 +168,11 @@ static void drop_weights(nconv_plan *pl) {
 nconv_status nconv_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias) {
     nconv__clear_error();
     if (!plan) return INVALID("plan is NULL");
+    return plan->complex_dtype ? nconv__complex_plan_set_weights(plan, w, bias)
+                               : nconv__plan_set_weights_real(plan, w, bias);
+}
+
+nconv_status nconv__plan_set_weights_real(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias) {
     if (!w) {
         if (bias) return INVALID("bias is given without w");
         drop_weights(plan);
@@ -247,6 +257,11 @@ nconv_status nconv_plan_execute(const nconv_plan *pl, const nconv_variant_pack *
     if (!vp) return INVALID("vp is NULL");
     nconv_status st = check_pack(pl, vp);
     if (st) return st;
+    return pl->complex_dtype ? nconv__complex_plan_execute(pl, vp) : nconv__plan_execute_real(pl, vp);
+}
+
+nconv_status nconv__plan_execute_real(const nconv_plan *pl, const nconv_variant_pack *vp) {
+    nconv_status st;
     if (pl->desc.op == NCONV_OP_DOUBLE_BACKWARD) return nconv__double_run(pl, vp);
     /* The plan's weights where the call gives none (its bias too, unless the call gives one). */
     const nconv_tensor *w = vp->w ? vp->w : pl->has_w ? &pl->w : NULL;
@@ -274,6 +289,12 @@ nconv_status nconv_plan_execute(const nconv_plan *pl, const nconv_variant_pack *
 nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                      const nconv_epilogue *epi, size_t room, size_t *bytes) {
     if ((unsigned)op > NCONV_OP_DOUBLE_BACKWARD) return INVALID("op = %d: not an operation", (int)op);
+    nconv_problem real;
+    if (p && nconv__is_complex(p->dtype)) { /* the real problem's workspace; the copies are the call's own */
+        nconv_status st = nconv__complex_problem(p, op == NCONV_OP_DOUBLE_BACKWARD ? NULL : epi, &real);
+        if (st) return st;
+        p = &real;
+    }
     nconv_plan_desc d;
     nconv_plan_desc_init(&d, op);
     if (epi) d.epi = *epi;
@@ -305,6 +326,8 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
                            const nconv_tensor *z, const nconv_tensor *y, void *workspace, size_t workspace_size) {
     nconv__clear_error();
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_forward(ctx, p, epi, NULL, x, w, bias, z, y, workspace, workspace_size);
     nconv_oplan o;
     nconv_fwd_ops v;
     unsigned copies[3];
@@ -322,6 +345,8 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
                             const nconv_tensor *dy, const nconv_tensor *dx, const nconv_tensor *dw,
                             const nconv_tensor *db, const nconv_tensor *dz, void *workspace, size_t workspace_size) {
     nconv__clear_error();
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_backward(ctx, p, epi, NULL, x, w, y, dy, dx, dw, db, dz, workspace, workspace_size);
     nconv_oplan o;
     nconv_bwd_ops v;
     unsigned copies[3];
@@ -341,6 +366,8 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
                                    const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
                                    const nconv_tensor *gx, const nconv_tensor *gw) {
     nconv__clear_error();
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_double_backward(ctx, p, NULL, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
     nconv_plan_desc d;
     nconv_plan_desc_init(&d, NCONV_OP_DOUBLE_BACKWARD);
     const unsigned outputs = (ggy ? NCONV_OUT_GGY : 0u) | (gx ? NCONV_OUT_GX : 0u) | (gw ? NCONV_OUT_GW : 0u);
@@ -362,10 +389,11 @@ nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, n
     if (!a) return INVALID("algorithm = '%s': unknown", name ? name : "(null)");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
     if (!applies) return INVALID("applies is NULL");
+    nconv_problem real;
     nconv_status st = nconv_problem_validate(p);
-    if (st) return st;
+    if (st || (nconv__is_complex(p->dtype) && (st = nconv__complex_problem(p, NULL, &real)))) return st;
     nconv_core c;
-    nconv__core_from_problem(p, &c);
+    nconv__core_from_problem(nconv__is_complex(p->dtype) ? &real : p, &c);
     const char *why = "";
     *applies = a->applies(&c, dir, &why);
     if (why_not) *why_not = *applies ? "" : why;
@@ -375,10 +403,13 @@ nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, n
 nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, nconv_direction dir, const char **name) {
     if (!name) return INVALID("name is NULL");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
+    nconv_problem real;
     nconv_status st = nconv_problem_validate(p);
-    if (st || (st = nconv__check_isa())) return st;
+    if (st || (st = nconv__check_isa()) ||
+        (nconv__is_complex(p->dtype) && (st = nconv__complex_problem(p, NULL, &real))))
+        return st;
     nconv_core c;
-    nconv__core_from_problem(p, &c);
+    nconv__core_from_problem(nconv__is_complex(p->dtype) ? &real : p, &c);
     const nconv_algo *a;
     if ((st = nconv__choose(ctx, &c, dir, NCONV_COPY_BOTH, &a))) return st;
     *name = a->name;

@@ -165,6 +165,7 @@ nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, c
                                    const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *y) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
+    if (p && nconv__is_complex(p->dtype)) return nconv__complex_forward(ctx, p, epi, bt, x, w, bias, z, y, NULL, 0);
     if (!x || !w || !y) return INVALID("%s is NULL but required", !x ? "x" : !w ? "w" : "y");
     if (!bt->y) return INVALID("batch y stride = 0: every output carries the batch");
     plan pl;
@@ -201,6 +202,8 @@ nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, 
                                     const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_backward(ctx, p, epi, bt, x, w, y, dy, dx, dw, db, dz, NULL, 0);
     if (!dy) return INVALID("dy is NULL but required");
     if ((dx && !bt->dx) || (dw && !bt->dw) || (db && !bt->db) || (dz && !bt->dz))
         return INVALID("batch stride of %s = 0: every output carries the batch",
@@ -251,6 +254,8 @@ nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_probl
                                            const nconv_tensor *ggy, const nconv_tensor *gx, const nconv_tensor *gw) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_double_backward(ctx, p, bt, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
     if ((ggy && !bt->ggy) || (gx && !bt->gx) || (gw && !bt->gw))
         return INVALID("batch stride of %s = 0: every output carries the batch",
                        ggy && !bt->ggy ? "ggy" : gx && !bt->gx ? "gx" : "gw");

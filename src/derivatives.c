@@ -117,6 +117,8 @@ nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const
                                const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
                                const nconv_tensor *ty) {
     nconv__clear_error();
+    if (p && nconv__is_complex(p->dtype))
+        return nconv__complex_forward_jvp(ctx, p, epi, x, w, bias, z, tx, tw, tb, tz, y, ty);
     nconv_oplan o;
     nconv_fwd_ops v;
     nconv_status st = nconv__oplan_prepare(&o, p, epi, 0, 0);

@@ -493,11 +493,44 @@ struct nconv_plan {
     int has_w, has_bias;
     nconv_tensor w, bias;
     const void *packed[3];
+    nconv_dtype complex_dtype; /* a complex plan's dtype (its problem p is the real one); else 0 */
 };
 
 /* NCONV_INVALID_ARGUMENT naming the first of the outputs `given` that the plan was made
  * without (`planned`: its NCONV_OUT_* bits); NCONV_OK where there is none. */
 nconv_status nconv__check_outputs(unsigned given, unsigned planned);
+/* The plan calls of a plan of a real problem (api.c). */
+nconv_status nconv__plan_set_weights_real(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias);
+nconv_status nconv__plan_execute_real(const nconv_plan *plan, const nconv_variant_pack *vp);
+
+/* Complex problems on the real engine (complex.c): the real problem of the same
+ * convolution (channels doubled, real and imaginary parts interleaved), validated with
+ * the epilogue (no relu); and each public call of a complex problem, which those
+ * calls hand over to (a NULL batch: the unbatched call). */
+int nconv__is_complex(nconv_dtype dt);
+nconv_dtype nconv__real_dtype(nconv_dtype dt); /* f32 for c64, f64 for c128; others themselves */
+nconv_status nconv__complex_problem(const nconv_problem *p, const nconv_epilogue *epi, nconv_problem *real);
+nconv_status nconv__complex_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                    const nconv_batch *bt, const nconv_tensor *x, const nconv_tensor *w,
+                                    const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *y,
+                                    void *workspace, size_t workspace_size);
+nconv_status nconv__complex_backward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                     const nconv_batch *bt, const nconv_tensor *x, const nconv_tensor *w,
+                                     const nconv_tensor *y, const nconv_tensor *dy, const nconv_tensor *dx,
+                                     const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz,
+                                     void *workspace, size_t workspace_size);
+nconv_status nconv__complex_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_double_batch *bt,
+                                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *dy,
+                                            const nconv_tensor *ggx, const nconv_tensor *ggw, const nconv_tensor *ggb,
+                                            const nconv_tensor *ggy, const nconv_tensor *gx, const nconv_tensor *gw);
+nconv_status nconv__complex_forward_jvp(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                        const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                                        const nconv_tensor *z, const nconv_tensor *tx, const nconv_tensor *tw,
+                                        const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
+                                        const nconv_tensor *ty);
+nconv_status nconv__complex_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias);
+nconv_status nconv__complex_plan_execute(const nconv_plan *plan, const nconv_variant_pack *vp);
+
 /* Double backward on a plan (derivatives.c). */
 nconv_status nconv__double_run(const nconv_plan *pl, const nconv_variant_pack *vp);
 

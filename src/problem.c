@@ -99,7 +99,7 @@ nconv_status nconv_problem_validate(const nconv_problem *p) {
         return INVALID("transposed = %d: must be 0 or 1", p->transposed);
     if ((unsigned)p->padding_mode > NCONV_PAD_CIRCULAR)
         return INVALID("padding_mode = %d: not a padding mode", (int)p->padding_mode);
-    if ((unsigned)p->dtype > NCONV_BF16) return INVALID("dtype = %d: not a data type", (int)p->dtype);
+    if ((unsigned)p->dtype > NCONV_C128) return INVALID("dtype = %d: not a data type", (int)p->dtype);
     if (p->transposed && p->padding_mode != NCONV_PAD_ZEROS)
         return INVALID("padding_mode = %d: only zeros padding is supported for transposed convolution",
                        (int)p->padding_mode);
@@ -217,7 +217,7 @@ nconv_status nconv_problem_flops(const nconv_problem *p, double *flops) {
     double f = 2.0 * (double)p->batch * (double)(p->transposed ? p->in_channels : p->out_channels) *
                (double)((p->transposed ? p->out_channels : p->in_channels) / p->groups);
     for (int i = 0; i < p->ndims; i++) f *= (double)p->kernel[i] * (double)(p->transposed ? p->in_size[i] : out[i]);
-    *flops = f;
+    *flops = nconv__is_complex(p->dtype) ? 4 * f : f; /* a complex multiply-add is four real ones */
     return NCONV_OK;
 }
 
@@ -276,6 +276,8 @@ static const char *dtype_name(nconv_dtype dt) {
     case NCONV_F64: return "f64";
     case NCONV_F16: return "f16";
     case NCONV_BF16: return "bf16";
+    case NCONV_C64: return "c64";
+    case NCONV_C128: return "c128";
     }
     return "?";
 }
@@ -331,9 +333,10 @@ static void sb_fpad(sbuf *b, const int64_t *begin, const int64_t *end, int n, in
 }
 
 static void render_pytorch(const nconv_problem *p, sbuf *b) {
-    static const char *const tnames[] = {"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"};
+    static const char *const tnames[] = {"torch.float32", "torch.float64",   "torch.float16",
+                                         "torch.bfloat16", "torch.complex64", "torch.complex128"};
     int nd = p->ndims;
-    const char *tn = (unsigned)p->dtype <= NCONV_BF16 ? tnames[p->dtype] : "torch.float32";
+    const char *tn = (unsigned)p->dtype <= NCONV_C128 ? tnames[p->dtype] : "torch.float32";
     int64_t g = p->groups > 0 ? p->groups : 1;
     sb_printf(b, "import torch, torch.nn.functional as F\n");
     sb_printf(b, "x = torch.randn(%lld, %lld, *", (long long)p->batch, (long long)p->in_channels);

@@ -15,6 +15,8 @@ size_t nconv_dtype_size(nconv_dtype dt) {
     case NCONV_F64: return 8;
     case NCONV_F16:
     case NCONV_BF16: return 2;
+    case NCONV_C64: return 8;
+    case NCONV_C128: return 16;
     }
     return 0;
 }
@@ -124,8 +126,8 @@ double nconv__load(const void *data, nconv_dtype dt, int64_t off) {
     case NCONV_F64: return ((const double *)data)[off];
     case NCONV_F16: return nconv__f16_to_f32(((const uint16_t *)data)[off]);
     case NCONV_BF16: return nconv__bf16_to_f32(((const uint16_t *)data)[off]);
+    default: return 0; /* complex tensors are only ever read through their real form (complex.c) */
     }
-    return 0;
 }
 
 void nconv__store1(void *data, nconv_dtype dt, int64_t off, double v) {
@@ -134,6 +136,7 @@ void nconv__store1(void *data, nconv_dtype dt, int64_t off, double v) {
     case NCONV_F64: ((double *)data)[off] = v; break;
     case NCONV_F16: ((uint16_t *)data)[off] = nconv__f32_to_f16((float)v); break;
     case NCONV_BF16: ((uint16_t *)data)[off] = nconv__f32_to_bf16((float)v); break;
+    default: break;
     }
 }
 

@@ -6,7 +6,9 @@ Usage: torch_crosscheck.py NCONV_BINARY [--quick]
 Each case writes .npy inputs, runs `nconv compute`, and compares every output
 file with PyTorch autograd on the same inputs (rounded to the compute dtype
 first), evaluated in float64: err = max|nconv - torch| / max|torch|.
-Tolerances: f64 1e-10, f32 1e-4, f16 5e-3, bf16 3e-2.
+Tolerances: f64 and c128 1e-10, f32 and c64 1e-4, f16 5e-3, bf16 3e-2. Complex
+gradients follow PyTorch's convention (dL/d(re) + i dL/d(im) of the real loss
+Re<y, dy>).
 Prints one line per case and a final "N passed, N failed" line.
 """
 import itertools
@@ -22,12 +24,17 @@ import torch.autograd.forward_ad as fwAD
 
 from report import Report
 
-TOL = {"f64": 1e-10, "f32": 1e-4, "f16": 5e-3, "bf16": 3e-2}
-NP_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}
+TOL = {"f64": 1e-10, "f32": 1e-4, "f16": 5e-3, "bf16": 3e-2, "c128": 1e-10, "c64": 1e-4}
+NP_DTYPE = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32, "c128": np.complex128,
+            "c64": np.complex64}
+COMPLEX = ("c64", "c128")
 
 
 def round_to(a, dtype):
-    """Values as nconv stores them in the compute dtype, as float64."""
+    """Values as nconv stores them in the compute dtype, as float64 (complex: complex128)."""
+    if dtype in COMPLEX:
+        t = torch.from_numpy(np.asarray(a, dtype=np.complex128))
+        return t.to(torch.complex64).to(torch.complex128) if dtype == "c64" else t
     t = torch.from_numpy(np.asarray(a, dtype=np.float64))
     if dtype == "f16":
         t = t.half()
@@ -36,6 +43,15 @@ def round_to(a, dtype):
     elif dtype == "f32":
         t = t.float()
     return t.double()
+
+
+def complex_of(conv):
+    """conv on complex operands as four real convolutions (with autograd)."""
+    def f(x, w, b, **kw):
+        re = conv(x.real, w.real, None, **kw) - conv(x.imag, w.imag, None, **kw)
+        im = conv(x.real, w.imag, None, **kw) + conv(x.imag, w.real, None, **kw)
+        return torch.complex(re, im)
+    return f
 
 
 def fused(case, x, w, b, z):
@@ -58,6 +74,8 @@ def fused(case, x, w, b, z):
         y = conv(xp, w, None, stride=s, dilation=d, groups=g)
     else:
         convt = getattr(F, "conv_transpose%dd" % nd)
+        if x.is_complex():  # torch 1.13's CPU transposed convolution has no complex kernel: four real ones
+            convt = complex_of(convt)
         y = convt(xb, w, None, stride=s, padding=0, output_padding=0, groups=g, dilation=d)
         crop = []
         for i in reversed(range(nd)):
@@ -101,17 +119,18 @@ def torch_reference(case, arrays):
         dy = round_to(arrays["dy"], dt).requires_grad_(True)
         leaves = [("dx", x), ("dw", w)] + ([("db", b)] if b is not None else []) + ([("dz", z)] if z is not None else [])
         double = any(k in arrays for k in ("ggx", "ggw", "ggb"))
-        grads = torch.autograd.grad((y * dy).sum(), [t for _, t in leaves], allow_unused=True, create_graph=double)
+        grads = torch.autograd.grad(y, [t for _, t in leaves], grad_outputs=dy, allow_unused=True,
+                                    create_graph=double)
         for (name, t), gr in zip(leaves, grads):
             out[name] = gr if gr is not None else torch.zeros_like(t)
         if double:
-            # L = <dx, ggx> + <dw, ggw> + <db, ggb>; its gradients w.r.t. dy, x, w.
+            # L = <dx, ggx> + <dw, ggw> + <db, ggb> (complex: the real parts); its gradients w.r.t. dy, x, w.
             loss = 0
             if "ggb" in arrays and "db" not in out:  # db = sum of dy over all but channels, bias or not
                 out["db"] = dy.sum(dim=[d for d in range(dy.dim()) if d != dy.dim() - nd - 1])
             for name, key in (("dx", "ggx"), ("dw", "ggw"), ("db", "ggb")):
                 if key in arrays:
-                    loss = loss + (out[name] * round_to(arrays[key], dt)).sum()
+                    loss = loss + (out[name] * round_to(arrays[key], dt).conj()).sum().real
             gg = torch.autograd.grad(loss, [dy, x, w], allow_unused=True)
             for name, t, g in zip(("ggy", "gx", "gw"), (dy, x, w), gg):
                 out[name] = g if g is not None else torch.zeros_like(t)
@@ -159,18 +178,23 @@ def run_case(nconv, case, rng, tmp):
     xshape = ([] if case["unbatched"] else [case["N"]]) + [C] + ins
     yshape = ([] if case["unbatched"] else [case["N"]]) + [O] + out_size(case, ins, k)
     np_dt = NP_DTYPE[case["dtype"]]
-    arrays = {"x": rng.standard_normal(xshape), "w": rng.standard_normal(wshape)}
+
+    def normal(shape):
+        a = rng.standard_normal(shape)
+        return a + 1j * rng.standard_normal(shape) if case["dtype"] in COMPLEX else a
+
+    arrays = {"x": normal(xshape), "w": normal(wshape)}
     if case["bias"]:
-        arrays["b"] = rng.standard_normal([O])
+        arrays["b"] = normal([O])
     if case["z"]:
-        arrays["z"] = rng.standard_normal(yshape)
+        arrays["z"] = normal(yshape)
     if case["dy"]:
-        arrays["dy"] = rng.standard_normal(yshape)
+        arrays["dy"] = normal(yshape)
     for key, shape in (("ggx", xshape), ("ggw", wshape), ("ggb", [O])):
         if key in case.get("gg", ()):
-            arrays[key] = rng.standard_normal(shape)
+            arrays[key] = normal(shape)
     for key in case.get("tangents", ()):  # tx, tw, tb, tz: shaped like their operands
-        arrays[key] = rng.standard_normal(np.shape(arrays[key[1:]]))
+        arrays[key] = normal(np.shape(arrays[key[1:]]))
     for name, (frac, value) in case.get("special", {}).items():
         a = arrays[name]  # one element becomes NaN / Inf, at a position given as a fraction of the size
         a.flat[int(frac * (a.size - 1))] = value
@@ -207,7 +231,7 @@ def run_case(nconv, case, rng, tmp):
         for name, k in bdims.items():
             # a tangent carries the vmap dim where its operand does (its file, no flag of its own)
             for key in [name] + (["t" + name] if "t" + name in arrays else []):
-                batched[key] = rng.standard_normal(list(np.shape(arrays[key]))[:k] + [B] + list(np.shape(arrays[key]))[k:])
+                batched[key] = normal(list(np.shape(arrays[key]))[:k] + [B] + list(np.shape(arrays[key]))[k:])
                 path = os.path.join(tmp, key + ".npy")
                 np.save(path, np.asarray(round_to(batched[key], case["dtype"]).numpy(), dtype=np_dt))
             args += ["--%s-bdim" % name, str(k)]
@@ -230,7 +254,7 @@ def run_case(nconv, case, rng, tmp):
         path = os.path.join(tmp, "out", name + ".npy")
         if not os.path.exists(path):
             return False, "missing " + name + ".npy"
-        got = np.load(path).astype(np.float64)
+        got = np.load(path).astype(np.complex128 if case["dtype"] in COMPLEX else np.float64)
         if got.shape != want.shape:
             return False, "%s shape %s, torch %s" % (name, got.shape, want.shape)
         if case.get("special"):  # NaN / Inf where torch has them, the rest compared as usual
@@ -350,6 +374,22 @@ def cases(rng, quick):
                              pad_begin=1, pad_end=1, force_dtype=True))
         out.append(make_case(rng, nd, dtype=dtype, algo=algo, mode="reflect", pad_begin=1, pad_end=2,
                              force_dtype=True))
+    # complex (c64, c128): every direction and feature but relu, which complex numbers lack
+    for nd, dtype in itertools.product((1, 2, 3), COMPLEX):
+        c = dict(dtype=dtype)
+        out.append(make_case(rng, nd, groups=2, stride=2, pad_begin=1, pad_end=2, z=True, alpha=-0.5, **c))
+        out.append(make_case(rng, nd, transposed=True, groups=2, stride=2, output_padding=1, pad_begin=1, pad_end=1,
+                             **c))
+        out.append(make_case(rng, nd, mode="circular", pad_begin=1, pad_end=2, dilation=[2, 1, 1][:nd], **c))
+        out.append(make_case(rng, nd, layout="nxc", C=4, O=8, groups=4, pad_begin=1, pad_end=1, **c))
+        out.append(make_case(rng, nd, layout="nxc", transposed=True, stride=2, unbatched=True, **c))
+        out.append(make_case(rng, nd, gg=("ggx", "ggw", "ggb"), groups=2, stride=2, pad_begin=1, pad_end=1, **c))
+        out.append(make_case(rng, nd, gg=("ggw",), transposed=True, stride=2, output_padding=1, bias=False, **c))
+        out.append(make_case(rng, nd, tangents=("tx", "tw", "tb", "tz"), z=True, alpha=0.5, dy=False, **c))
+        out.append(make_case(rng, nd, bdims={"x": 1, "w": 0}, B=3, groups=2, pad_begin=1, pad_end=1, **c))
+        out.append(make_case(rng, nd, bdims={"x": 0, "dy": 0}, B=3, N=1, transposed=True, stride=2, **c))
+        out.append(make_case(rng, nd, gg=("ggx", "ggw", "ggb"), bdims={"x": 0, "ggw": 1, "w": 0}, B=2, **c))
+        out.append(make_case(rng, nd, N=0, **c))
     return out
 
 

@@ -6,9 +6,11 @@ import numpy as np
 from . import _lib
 from ._lib import InvalidArgumentError
 
-_NUMPY_DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float64): _lib.F64, np.dtype(np.float16): _lib.F16}
+_NUMPY_DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float64): _lib.F64, np.dtype(np.float16): _lib.F16,
+                 np.dtype(np.complex64): _lib.C64, np.dtype(np.complex128): _lib.C128}
 _NUMPY_OF = {v: k for k, v in _NUMPY_DTYPES.items()}
-DTYPE_NAMES = {_lib.F32: 'float32', _lib.F64: 'float64', _lib.F16: 'float16', _lib.BF16: 'bfloat16'}
+DTYPE_NAMES = {_lib.F32: 'float32', _lib.F64: 'float64', _lib.F16: 'float16', _lib.BF16: 'bfloat16',
+               _lib.C64: 'complex64', _lib.C128: 'complex128'}
 
 
 def _torch():
@@ -18,7 +20,8 @@ def _torch():
 
 def _torch_dtypes():
     torch = _torch()
-    return {torch.float32: _lib.F32, torch.float64: _lib.F64, torch.float16: _lib.F16, torch.bfloat16: _lib.BF16}
+    return {torch.float32: _lib.F32, torch.float64: _lib.F64, torch.float16: _lib.F16, torch.bfloat16: _lib.BF16,
+            torch.complex64: _lib.C64, torch.complex128: _lib.C128}
 
 
 def is_torch(a):
@@ -41,7 +44,8 @@ class Operand:
                                            % (name, a.device, a.layout))
             dt = _torch_dtypes().get(a.dtype)
             if dt is None:
-                raise TypeError('%s: dtype %s is not supported (float32, float64, float16 or bfloat16)'
+                raise TypeError('%s: dtype %s is not supported (float32, float64, float16, bfloat16, complex64 or '
+                                'complex128)'
                                 % (name, a.dtype))
             if a.requires_grad:
                 a = a.detach()
@@ -59,7 +63,8 @@ class Operand:
                     a = a.astype(np.float32)
             dt = _NUMPY_DTYPES.get(a.dtype)
             if dt is None:
-                raise TypeError('%s: dtype %s is not supported (float32, float64 or float16; bfloat16 through torch)'
+                raise TypeError('%s: dtype %s is not supported (float32, float64, float16, complex64 or complex128; '
+                                'bfloat16 through torch)'
                                 % (name, a.dtype))
             item = a.itemsize
             if any(s % item for s in a.strides) or not a.dtype.isnative:

@@ -1,6 +1,7 @@
 """Convolution and its derivatives on NumPy arrays and torch CPU tensors, with PyTorch's argument names.
 
-Every function takes arrays of any strides in float32, float64, float16 (and bfloat16 as torch tensors),
+Every function takes arrays of any strides in float32, float64, float16, complex64 and complex128 (and
+bfloat16 as torch tensors),
 allocates its outputs in the layout of its input (channels-last stays channels-last) unless `out` is given,
 and raises the library's message on invalid input. Keyword-only arguments extend PyTorch's signatures:
 padding_mode, the fused epilogue (z, alpha, relu), context and threads.

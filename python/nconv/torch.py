@@ -2,8 +2,9 @@
 
 Conv1d/2d/3d and ConvTranspose1d/2d/3d here are subclasses of torch.nn's, with the same constructor
 arguments, parameters, state_dict keys and extra_repr; only their convolution runs on nconv, on as
-many threads as torch.get_num_threads(). Inputs nconv does not take (other devices, complex or integer
-dtypes) go to torch's own convolution, so a patched model still runs everywhere torch's did.
+many threads as torch.get_num_threads(). Complex tensors run on nconv too (PyTorch's conjugate
+convention for their gradients). Inputs nconv does not take (other devices, integer dtypes) go to
+torch's own convolution, so a patched model still runs everywhere torch's did.
 Gradients of any order: the backward is itself a Function, whose backward is nconv's double
 backward, composed of the Functions again where a further order is asked for (create_graph).
 """
@@ -17,7 +18,7 @@ __all__ = ['ConvolutionFunction', 'ConvolutionBackwardFunction', 'convolution', 
            'ConvTranspose1d', 'ConvTranspose2d', 'ConvTranspose3d', 'LazyConv1d', 'LazyConv2d', 'LazyConv3d',
            'LazyConvTranspose1d', 'LazyConvTranspose2d', 'LazyConvTranspose3d', 'patch', 'unpatch', 'supports']
 
-_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.complex128)
 
 
 def supports(*tensors):

@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     if (ra != rb) abort();
     if (ra) return 0;
     if (a.ndim != b.ndim || a.numel != b.numel || memcmp(a.shape, b.shape, sizeof a.shape) ||
-        strcmp(a.descr, b.descr) || memcmp(a.data, b.data, sizeof(double) * (size_t)a.numel))
+        strcmp(a.descr, b.descr) || a.parts != b.parts || memcmp(a.data, b.data, sizeof(double) * (size_t)(a.numel * a.parts)))
         abort();
     int64_t n = 1;
     for (int i = 0; i < a.ndim; i++) n *= a.shape[i];

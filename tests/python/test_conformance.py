@@ -1,7 +1,9 @@
 """Every convolution sample of PyTorch's own test corpus (torch.testing._internal, as Debian ships it)
 through nconv.torch: common_nn's module tests, common_modules' ModuleInfo samples and the OpInfo samples
 and error inputs of common_methods_invocations. Each sample: forward and backward against torch, and in
-f64 gradcheck and gradgradcheck. Skipped: complex and integer dtypes, which nconv does not have."""
+f64 and complex128 gradcheck and gradgradcheck (complex gradients in PyTorch's conjugate convention).
+The complex OpInfo samples also run through `nconv compute` (NCONV_CLI: the binary). Skipped: integer
+dtypes, which nconv does not have."""
 import copy
 
 import pytest
@@ -16,12 +18,12 @@ import nconv.torch as nt
 
 # Tolerances against torch at the same dtype (both accumulate in their own order).
 TOL = {torch.float64: dict(rtol=1e-10, atol=1e-10), torch.float32: dict(rtol=1e-4, atol=1e-4)}
+TOL[torch.complex128], TOL[torch.complex64] = TOL[torch.float64], TOL[torch.float32]
+DOUBLE = (torch.float64, torch.complex128)  # the dtypes gradcheck runs in
 
 
 def skip_reason(dtype):
-    if dtype.is_complex:
-        return 'complex: nconv has no complex dtypes'
-    if not dtype.is_floating_point:
+    if not dtype.is_floating_point and not dtype.is_complex:
         return 'integer: nconv has no integer convolution'
     return None
 
@@ -137,7 +139,7 @@ def test_module_info(mi, dtype, index, nconv_calls):
     want = torch.autograd.grad(y_ref, leaves + list(ref.parameters()), g)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, **TOL[dtype])
-    if dtype == torch.float64:
+    if dtype in DOUBLE:
         names = [n for n, _ in ours.named_parameters()]
 
         def f(*t):
@@ -179,7 +181,7 @@ def test_opinfo_sample(name, dtype, index, nconv_calls):
         assert ours_err <= max(2 * torch_err, 2 ** -8 * exact.abs().max().item())
         return
     check_grads(ours, ref, [a for a in args if torch.is_tensor(a)], dtype)
-    if dtype == torch.float64:
+    if dtype in DOUBLE:
         tensors = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
 
         def f(*t):
@@ -205,3 +207,62 @@ def test_opinfo_error_input(name, index):
     s = error.sample_input
     with pytest.raises(error.error_type):
         OURS[name](s.input, *s.args, **s.kwargs)
+
+
+# ------------------------------------------------------- complex OpInfo samples through `nconv compute`
+
+_POSITIONAL = {'conv': ('bias', 'stride', 'padding', 'dilation', 'groups'),
+               'conv_transpose': ('bias', 'stride', 'padding', 'output_padding', 'groups', 'dilation')}
+
+
+def _cli_samples():
+    for p in _op_samples():
+        name, dtype, index = p.values
+        if dtype.is_complex:
+            yield pytest.param(name, dtype, index, id=p.id)
+
+
+@pytest.mark.parametrize('name,dtype,index', list(_cli_samples()))
+def test_opinfo_sample_cli(name, dtype, index, tmp_path):
+    """The sample's output and gradients (x, w, bias for a random grad_output) from `nconv compute`."""
+    import os
+    import subprocess
+    import numpy as np
+    cli = os.environ.get('NCONV_CLI')
+    if not cli:
+        pytest.skip('NCONV_CLI (the nconv binary) is not set')
+    op = OPS[name]
+    torch.manual_seed(0)
+    sample = list(op.sample_inputs('cpu', dtype, requires_grad=True))[index]
+    transposed = 'transpose' in name
+    kw = dict(zip(_POSITIONAL['conv_transpose' if transposed else 'conv'], sample.args[1:]))
+    kw.update(sample.kwargs)
+    x, w, b = sample.input, sample.args[0], kw.get('bias')
+    nd = w.dim() - 2
+    y = op.op(x, w, *sample.args[1:], **sample.kwargs)
+    dy = torch.randn_like(y)
+    leaves = [t for t in (x, w, b) if t is not None]
+    want = dict(zip(('dx', 'dw', 'db'), torch.autograd.grad(y, leaves, dy)))
+    want['y'] = y
+    files = {'x': x, 'w': w, 'dy': dy, 'b': b}
+    args = [cli, 'compute', '--out', str(tmp_path / 'out')]
+    for key, t in files.items():
+        if t is not None:
+            np.save(tmp_path / (key + '.npy'), t.detach().numpy())
+            args += ['--' + key, str(tmp_path / (key + '.npy'))]
+
+    def flag(v):
+        return ','.join(str(int(i)) for i in (v if isinstance(v, (tuple, list)) else [v] * nd))
+    for key, opt in (('stride', '--stride'), ('dilation', '--dilation'), ('groups', '--groups'),
+                     ('output_padding', '--output-padding')):
+        if key in kw:
+            args += [opt, str(kw[key]) if key == 'groups' else flag(kw[key])]
+    if 'padding' in kw:
+        args += ['--padding', kw['padding'] if isinstance(kw['padding'], str) else flag(kw['padding'])]
+    if transposed:
+        args += ['--transposed']
+    r = subprocess.run(args, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for key, t in want.items():
+        got = torch.from_numpy(np.load(tmp_path / 'out' / (key + '.npy')))
+        torch.testing.assert_close(got, t.detach(), **TOL[dtype])

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import nconv
+import nconv.torch
 
 TOL = {torch.float32: 2e-5, torch.float64: 1e-12, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
@@ -334,8 +335,34 @@ def test_errors_are_runtime_errors_as_torch_raises_and_types_are_checked():
         nconv.conv2d(rand(2, 4, 5, 5), rand(3, 4, 3, 3), groups=0)
     with pytest.raises(TypeError, match='int32'):
         nconv.conv2d(torch.ones(1, 1, 3, 3, dtype=torch.int32), torch.ones(1, 1, 1, 1, dtype=torch.int32))
-    with pytest.raises(TypeError, match='complex64'):
-        nconv.conv2d(np.ones((1, 1, 3, 3), np.complex64), np.ones((1, 1, 1, 1), np.complex64))
+    with pytest.raises(TypeError, match='int16'):
+        nconv.conv2d(np.ones((1, 1, 3, 3), np.int16), np.ones((1, 1, 1, 1), np.int16))
+    with pytest.raises(RuntimeError, match='relu'):  # complex numbers have no order
+        nconv.conv2d(np.ones((1, 1, 3, 3), np.complex64), np.ones((1, 1, 1, 1), np.complex64), relu=True)
+    with pytest.raises(RuntimeError, match='complex64'):  # mixed dtypes, as torch refuses them
+        nconv.conv2d(np.ones((1, 1, 3, 3), np.complex64), np.ones((1, 1, 1, 1), np.float32))
+
+
+@pytest.mark.parametrize('channels_last', [False, True])
+def test_complex_numpy_and_torch(channels_last):
+    """complex128 NumPy arrays and complex64 tensors against torch (PyTorch's conjugate convention for the
+    gradients), channels-first (copied to the real form) and channels-last (read in place)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 4, 7, 6, dtype=torch.complex128, generator=g)
+    w = torch.randn(6, 2, 3, 3, dtype=torch.complex128, generator=g)
+    b = torch.randn(6, dtype=torch.complex128, generator=g)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    y = nconv.conv2d(x.numpy(), w.numpy(), b.numpy(), padding=1, groups=2)
+    want = torch.nn.functional.conv2d(x, w, b, padding=1, groups=2)
+    np.testing.assert_allclose(y, want.numpy(), rtol=1e-12, atol=1e-12)
+    xs, ws = x.to(torch.complex64).requires_grad_(), w.to(torch.complex64).requires_grad_()
+    y32 = nconv.torch.conv2d(xs, ws, None, 1, 1, 1, 2)
+    dy = torch.randn(y32.shape, dtype=torch.complex64, generator=g)
+    got = torch.autograd.grad(y32, [xs, ws], dy)
+    ref = torch.autograd.grad(torch.nn.functional.conv2d(xs, ws, None, 1, 1, 1, 2), [xs, ws], dy)
+    for a, r in zip(got, ref):
+        torch.testing.assert_close(a, r, rtol=1e-4, atol=1e-4)
 
 
 def test_repro_lines():

@@ -128,11 +128,14 @@ def test_channels_last_kept_and_fallbacks(nconv_calls):
     assert gx.is_contiguous(memory_format=torch.channels_last)
     torch.testing.assert_close(y, ref(x), rtol=1e-5, atol=1e-5)
     calls = nconv_calls['convolution']
-    # What nconv does not take runs on torch's own convolution.
+    # Complex runs on nconv; what nconv does not take (another device) runs on torch's own convolution.
     xc = torch.randn(2, 4, 6, 6, dtype=torch.complex64)
     mc = copy.deepcopy(mod).to(torch.complex64)
     torch.testing.assert_close(mc(xc), nt.unpatch(copy.deepcopy(mc))(xc))
-    assert nconv_calls['convolution'] == calls
+    assert nconv_calls['convolution'] == calls + 1
+    mm = copy.deepcopy(mod).to('meta')
+    assert mm(x.detach().to('meta')).shape == y.shape
+    assert nconv_calls['convolution'] == calls + 1
 
 
 def test_patch_in_place_and_lazy_modules():

@@ -17,17 +17,22 @@ static const char *const dir_names[3] = {"fwd", "bwd_d", "bwd_w"};
 
 static double tolerance(nconv_dtype dt) {
     switch (dt) {
-    case NCONV_F64: return 1e-12;
-    case NCONV_F32: return 1e-4;
+    case NCONV_F64:
+    case NCONV_C128: return 1e-12;
+    case NCONV_F32:
+    case NCONV_C64: return 1e-4;
     case NCONV_F16: return 2e-3;
     case NCONV_BF16: return 1e-2;
     }
     return 0;
 }
 
-/* Largest |a - r| and |r| over two tensors of the same shape and strides. */
+/* Largest |a - r| and |r| over two tensors of the same shape and strides (complex: over
+ * real and imaginary parts). */
 static void compare(const host_tensor *a, const host_tensor *r, int rank, const int64_t *shape, nconv_dtype dt,
                     double *maxdiff, double *maxref) {
+    const int parts = nconv__is_complex(dt) ? 2 : 1;
+    dt = nconv__real_dtype(dt);
     int64_t numel;
     if (cli_numel(rank, shape, &numel)) numel = 0; /* validated problems' shapes never overflow */
     for (int64_t i = 0; i < numel; i++) {
@@ -36,10 +41,12 @@ static void compare(const host_tensor *a, const host_tensor *r, int rank, const 
             off += (rem % shape[k]) * a->t.stride[k];
             rem /= shape[k];
         }
-        double va = nconv__load(a->buf, dt, off), vr = nconv__load(r->buf, dt, off);
-        double d = fabs(va - vr);
-        if (!(d <= *maxdiff)) *maxdiff = d; /* NaN counts as a failure */
-        if (fabs(vr) > *maxref) *maxref = fabs(vr);
+        for (int part = 0; part < parts; part++) {
+            double va = nconv__load(a->buf, dt, parts * off + part), vr = nconv__load(r->buf, dt, parts * off + part);
+            double d = fabs(va - vr);
+            if (!(d <= *maxdiff)) *maxdiff = d; /* NaN counts as a failure */
+            if (fabs(vr) > *maxref) *maxref = fabs(vr);
+        }
     }
 }
 

@@ -99,8 +99,9 @@ typedef struct npy_array {
     int ndim;
     int64_t shape[8];
     int64_t numel;
-    char descr[8]; /* "f2", "f4", "f8" */
-    double *data;  /* C order */
+    char descr[8]; /* "f2", "f4", "f8", "c8", "c16" */
+    int parts;     /* 1 real, 2 complex */
+    double *data;  /* C order: numel * parts values, a complex element as (real, imaginary) */
 } npy_array;
 
 int npy_read(const char *path, npy_array *a, char *err, size_t errcap);
@@ -111,6 +112,8 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
 int npy_write_fd(int fd, const char *name, const void *data, const char *descr, int ndim, const int64_t *shape,
                  char *err, size_t errcap);
 void npy_free(npy_array *a);
+/* A real array as a complex one (imaginary parts zero); 0 on success. */
+int npy_make_complex(npy_array *a);
 /* Moves dim k to the front (C order), reordering the data. */
 int npy_move_axis_front(npy_array *a, int k);
 

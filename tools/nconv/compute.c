@@ -29,7 +29,8 @@ static const char *const arg_names[A_COUNT] = {
     "--w-bdim", "--b-bdim", "--z-bdim", "--dy-bdim", "--dtype", "--layout", "--algo", "--threads", "--tx", "--tw",
     "--tb", "--tz", "--ggx-bdim", "--ggw-bdim", "--ggb-bdim"};
 
-/* Writes a tensor as .npy in C order to fd: f16 as <f2, f64 as <f8, f32 and bf16 as <f4. */
+/* Writes a tensor as .npy in C order to fd: f16 as <f2, f64 as <f8, f32 and bf16 as <f4,
+ * c64 as <c8, c128 as <c16. */
 /* batch > 0: the file gets a leading dim of that size (the tensor's slices). */
 static int write_tensor(int fd, const char *name, const host_tensor *h, int64_t batch, int rank,
                         const int64_t *shape, int drop_batch, nconv_dtype dt) {
@@ -39,9 +40,11 @@ static int write_tensor(int fd, const char *name, const host_tensor *h, int64_t 
     for (int i = drop_batch; i < rank; i++) fshape[frank++] = shape[i];
     if (cli_numel(rank, shape, &slice) || cli_numel(frank, fshape, &numel))
         return cli_fail("%s: shape overflows int64", name);
-    const char *descr = dt == NCONV_F64 ? "f8" : dt == NCONV_F16 ? "f2" : "f4";
-    size_t isz = dt == NCONV_F64 ? 8 : dt == NCONV_F16 ? 2 : 4;
-    char *out = malloc(isz * (size_t)(numel ? numel : 1));
+    const char *descr = dt == NCONV_F64 ? "f8" : dt == NCONV_F16 ? "f2" : dt == NCONV_C64 ? "c8" : dt == NCONV_C128 ? "c16" : "f4";
+    const int parts = nconv__is_complex(dt) ? 2 : 1;
+    const nconv_dtype rdt = nconv__real_dtype(dt); /* a complex element: two of these */
+    const size_t isz = dt == NCONV_BF16 ? 4 : nconv_dtype_size(dt) / (size_t)parts; /* bytes of one real */
+    char *out = malloc(isz * (size_t)parts * (size_t)(numel ? numel : 1));
     if (!out) {
         fprintf(stderr, "nconv: out of memory writing %s\n", name);
         return EXIT_CHECK_FAILED;
@@ -52,14 +55,17 @@ static int write_tensor(int fd, const char *name, const host_tensor *h, int64_t 
             off += (rem % shape[k]) * h->t.stride[k];
             rem /= shape[k];
         }
-        double v = nconv__load(h->buf, dt, off);
-        if (isz == 8) memcpy(out + 8 * i, &v, 8);
-        else if (isz == 2) {
-            uint16_t u = ((const uint16_t *)h->buf)[off];
-            memcpy(out + 2 * i, &u, 2);
-        } else {
-            float f = (float)v;
-            memcpy(out + 4 * i, &f, 4);
+        for (int part = 0; part < parts; part++) {
+            const int64_t at = parts * off + part, to = parts * i + part;
+            double v = nconv__load(h->buf, rdt, at);
+            if (isz == 8) memcpy(out + 8 * to, &v, 8);
+            else if (isz == 2) {
+                uint16_t u = ((const uint16_t *)h->buf)[at];
+                memcpy(out + 2 * to, &u, 2);
+            } else {
+                float f = (float)v;
+                memcpy(out + 4 * to, &f, 4);
+            }
         }
     }
     char err[512];
@@ -198,7 +204,7 @@ int cmd_compute(int argc, char **argv) {
         else return cli_fail("--layout = '%s': expected ncx or nxc", val[A_LAYOUT]);
     }
     if (val[A_DTYPE]) {
-        if (parse_dtype(val[A_DTYPE], &dt)) return cli_fail("--dtype = '%s': expected f32, f64, f16 or bf16", val[A_DTYPE]);
+        if (parse_dtype(val[A_DTYPE], &dt)) return cli_fail("--dtype = '%s': expected f32, f64, f16, bf16, c64 or c128", val[A_DTYPE]);
         dtype_set = 1;
     }
     nconv_context *ctx = NULL;
@@ -276,7 +282,27 @@ int cmd_compute(int argc, char **argv) {
         goto done;
     }
     const int unbatched = x.ndim == nd + 1;
-    if (!dtype_set) dt = !strcmp(x.descr, "f2") ? NCONV_F16 : !strcmp(x.descr, "f8") ? NCONV_F64 : NCONV_F32;
+    if (!dtype_set)
+        dt = !strcmp(x.descr, "f2")    ? NCONV_F16
+             : !strcmp(x.descr, "f8")  ? NCONV_F64
+             : !strcmp(x.descr, "c8")  ? NCONV_C64
+             : !strcmp(x.descr, "c16") ? NCONV_C128
+                                       : NCONV_F32;
+    /* A complex computation reads real arrays as complex ones with zero imaginary parts; a
+     * real one refuses complex arrays rather than drop their imaginary parts. */
+    for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
+        npy_array *arr = loads[k].arr;
+        if (!val[loads[k].a]) continue;
+        if (arr->parts == 2 && !nconv__is_complex(dt)) {
+            rc = cli_fail("%s: a complex array (%s) for the real dtype %s (give --dtype c64 or c128)",
+                          arg_names[loads[k].a], arr->descr, dtype_str(dt));
+            goto done;
+        }
+        if (arr->parts == 1 && nconv__is_complex(dt) && npy_make_complex(arr)) {
+            rc = cli_fail("%s: out of memory", arg_names[loads[k].a]);
+            goto done;
+        }
+    }
 
     nconv_problem p;
     nconv_problem_init(&p, nd);

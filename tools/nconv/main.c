@@ -25,7 +25,7 @@ static const command commands[] = {
      "[--dy DY.npy] [--ggx GGX.npy] [--ggw GGW.npy] [--ggb GGB.npy] [--tx TX.npy] [--tw TW.npy]\n"
      "[--tb TB.npy] [--tz TZ.npy] [--x-bdim K] [--w-bdim K]\n"
      "[--b-bdim K] [--z-bdim K] [--dy-bdim K] [--ggx-bdim K] [--ggw-bdim K] [--ggb-bdim K]\n"
-     "[--dtype f32|f64|f16|bf16] [--layout ncx|nxc]\n"
+     "[--dtype f32|f64|f16|bf16|c64|c128] [--layout ncx|nxc]\n"
      "[--algo NAME|auto|benchmark] [--threads N]",
      cmd_compute},
     {"check", "compare every applicable algorithm with the reference",

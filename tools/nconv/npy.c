@@ -1,5 +1,5 @@
-/* NumPy .npy reader and writer: format versions 1-3, little-endian f2/f4/f8,
- * C or Fortran order (converted to C order on reading). */
+/* NumPy .npy reader and writer: format versions 1-3, little-endian f2/f4/f8 and
+ * complex c8/c16, C or Fortran order (converted to C order on reading). */
 #include "cli.h"
 
 #include <errno.h>
@@ -294,17 +294,20 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
         err_out(err, errcap, path, why);
         goto done;
     }
-    size_t isz;
+    size_t isz; /* bytes of one real number; a complex element is two */
+    a->parts = 1;
     if (!strcmp(descr, "<f2")) strcpy(a->descr, "f2"), isz = 2;
     else if (!strcmp(descr, "<f4")) strcpy(a->descr, "f4"), isz = 4;
     else if (!strcmp(descr, "<f8")) strcpy(a->descr, "f8"), isz = 8;
+    else if (!strcmp(descr, "<c8")) strcpy(a->descr, "c8"), isz = 4, a->parts = 2;
+    else if (!strcmp(descr, "<c16")) strcpy(a->descr, "c16"), isz = 8, a->parts = 2;
     else {
         printable(descr);
-        snprintf(why, sizeof why, "unsupported .npy dtype '%s' (expected <f2, <f4 or <f8)", descr);
+        snprintf(why, sizeof why, "unsupported .npy dtype '%s' (expected <f2, <f4, <f8, <c8 or <c16)", descr);
         err_out(err, errcap, path, why);
         goto done;
     }
-    const size_t nbytes = (size_t)a->numel * isz;
+    const size_t nbytes = (size_t)a->numel * isz * (size_t)a->parts; /* numel <= 2^40 (hp_shape) */
     /* A seekable file must hold exactly the data; a stream is read as far as it goes. */
     const long left = remaining(f);
     if (left >= 0 && (size_t)left != nbytes) {
@@ -322,7 +325,7 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
         err_out(err, errcap, path, "trailing bytes after the data");
         goto done;
     }
-    a->data = malloc(sizeof(double) * (size_t)(a->numel ? a->numel : 1));
+    a->data = malloc(sizeof(double) * (size_t)a->parts * (size_t)(a->numel ? a->numel : 1));
     if (!a->data) {
         err_out(err, errcap, path, "out of memory");
         goto done;
@@ -340,19 +343,22 @@ int npy_read_stream(FILE *f, const char *path, npy_array *a, char *err, size_t e
                 rem /= a->shape[k];
             }
         }
-        double v;
-        if (isz == 2) {
-            uint16_t u;
-            memcpy(&u, raw + 2 * i, 2);
-            v = nconv__f16_to_f32(u);
-        } else if (isz == 4) {
-            float x;
-            memcpy(&x, raw + 4 * i, 4);
-            v = x;
-        } else {
-            memcpy(&v, raw + 8 * i, 8);
+        for (int part = 0; part < a->parts; part++) {
+            const unsigned char *src = raw + isz * (size_t)(a->parts * i + part);
+            double v;
+            if (isz == 2) {
+                uint16_t u;
+                memcpy(&u, src, 2);
+                v = nconv__f16_to_f32(u);
+            } else if (isz == 4) {
+                float x;
+                memcpy(&x, src, 4);
+                v = x;
+            } else {
+                memcpy(&v, src, 8);
+            }
+            a->data[a->parts * dst + part] = v;
         }
-        a->data[dst] = v;
     }
     rc = 0;
 done:
@@ -378,7 +384,7 @@ int npy_write_fd(int fd, const char *name, const void *data, const char *descr, 
     memset(hdr + n, ' ', (size_t)pad);
     n += pad;
     hdr[n++] = '\n';
-    const size_t isz = descr[1] == '2' ? 2 : descr[1] == '4' ? 4 : 8;
+    const size_t isz = !strcmp(descr, "f2") ? 2 : !strcmp(descr, "f4") ? 4 : !strcmp(descr, "c16") ? 16 : 8;
     const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
     const struct { const void *p; size_t n; } parts[3] = {{pre, 10}, {hdr, (size_t)n}, {data, isz * (size_t)numel}};
     for (int k = 0; k < 3; k++)
@@ -395,6 +401,18 @@ int npy_write_fd(int fd, const char *name, const void *data, const char *descr, 
     return 0;
 }
 
+int npy_make_complex(npy_array *a) {
+    if (a->parts == 2) return 0;
+    double *d = malloc(2 * sizeof(double) * (size_t)(a->numel ? a->numel : 1));
+    if (!d) return -1;
+    for (int64_t i = 0; i < a->numel; i++) d[2 * i] = a->data[i], d[2 * i + 1] = 0.0;
+    free(a->data);
+    a->data = d;
+    a->parts = 2;
+    snprintf(a->descr, sizeof a->descr, "%s", !strcmp(a->descr, "f8") ? "c16" : "c8");
+    return 0;
+}
+
 void npy_free(npy_array *a) {
     free(a->data);
     a->data = NULL;
@@ -407,7 +425,8 @@ int npy_move_axis_front(npy_array *a, int k) {
     if (cli_numel(k, a->shape, &outer) || cli_numel(a->ndim - k - 1, a->shape + k + 1, &inner)) return -1;
     /* An empty array moves no data (its other dims may multiply to 2^40: fuzz_npy timed out). */
     if (a->numel > 0) {
-        double *d = malloc(sizeof(double) * (size_t)a->numel);
+        inner *= a->parts; /* in doubles */
+        double *d = malloc(sizeof(double) * (size_t)a->parts * (size_t)a->numel);
         if (!d) return -1;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t j = 0; j < K; j++)

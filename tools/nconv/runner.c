@@ -17,6 +17,8 @@ int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *s
     /* 64-byte aligned, as PyTorch's CPU allocator and oneDNN's own buffers are (glibc's malloc
      * gives 16 bytes, which denies the kernels' aligned non-temporal stores). */
     const size_t bytes = nconv_dtype_size(dt) * (size_t)(total > 0 ? total : 1);
+    const int parts = nconv__is_complex(dt) ? 2 : 1; /* src holds (real, imaginary) pairs */
+    const nconv_dtype rdt = nconv__real_dtype(dt);
     h->buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!h->buf) return -1;
     nconv_tensor_init(&h->t, h->buf, rank, shape, layout);
@@ -28,7 +30,8 @@ int to_tensor_batch(const double *src, int64_t batch, int rank, const int64_t *s
                 off += (rem % shape[k]) * h->t.stride[k];
                 rem /= shape[k];
             }
-            nconv__store1(h->buf, dt, off, src ? src[b * numel + i] : 0.0);
+            for (int part = 0; part < parts; part++)
+                nconv__store1(h->buf, rdt, parts * off + part, src ? src[parts * (b * numel + i) + part] : 0.0);
         }
     return 0;
 }
@@ -37,9 +40,10 @@ static int random_tensor(int rank, const int64_t *shape, nconv_dtype dt, nconv_l
                          host_tensor *h) {
     int64_t numel;
     if (cli_numel(rank, shape, &numel)) return -1;
-    double *v = calloc((size_t)(numel ? numel : 1), sizeof(double));
+    const int64_t n = (nconv__is_complex(dt) ? 2 : 1) * numel;
+    double *v = calloc((size_t)(n ? n : 1), sizeof(double));
     if (!v) return -1;
-    for (int64_t i = 0; i < numel; i++) v[i] = rng_uniform(seed);
+    for (int64_t i = 0; i < n; i++) v[i] = rng_uniform(seed);
     int r = to_tensor(v, rank, shape, dt, layout, h);
     free(v);
     return r;

@@ -72,13 +72,15 @@ int parse_dtype(const char *s, nconv_dtype *dt) {
     else if (!strcmp(s, "f64")) *dt = NCONV_F64;
     else if (!strcmp(s, "f16")) *dt = NCONV_F16;
     else if (!strcmp(s, "bf16")) *dt = NCONV_BF16;
+    else if (!strcmp(s, "c64")) *dt = NCONV_C64;
+    else if (!strcmp(s, "c128")) *dt = NCONV_C128;
     else return -1;
     return 0;
 }
 
 const char *dtype_str(nconv_dtype dt) {
-    static const char *const n[] = {"f32", "f64", "f16", "bf16"};
-    return (unsigned)dt <= NCONV_BF16 ? n[dt] : "?";
+    static const char *const n[] = {"f32", "f64", "f16", "bf16", "c64", "c128"};
+    return (unsigned)dt <= NCONV_C128 ? n[dt] : "?";
 }
 
 int parse_padding_mode(const char *s, nconv_padding_mode *m) {
@@ -157,7 +159,7 @@ int suite_option(int argc, char **argv, int *i, suite_opts *o, problem_list *l) 
     } else if (flag_value(argc, argv, i, "--mb", &v)) {
         if (!v || parse_i64(v, &o->mb) || o->mb < 0) return cli_fail("--mb = '%s': expected an integer >= 0", v ? v : ""), -1;
     } else if (flag_value(argc, argv, i, "--dtype", &v)) {
-        if (!v || parse_dtype(v, &o->dtype)) return cli_fail("--dtype = '%s': expected f32, f64, f16 or bf16", v ? v : ""), -1;
+        if (!v || parse_dtype(v, &o->dtype)) return cli_fail("--dtype = '%s': expected f32, f64, f16, bf16, c64 or c128", v ? v : ""), -1;
         o->dtype_set = 1;
     } else if (flag_value(argc, argv, i, "--padding-mode", &v)) {
         if (!v || parse_padding_mode(v, &o->mode))
