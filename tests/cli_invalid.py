@@ -101,6 +101,8 @@ def main():
             ("tw shape", base + ["--tw", wg], "--tw"),
             ("tb shape", base + ["--b", b, "--tb", bad_b], "--tb"),
             ("tz shape", base + ["--z", arr("z6.npy", (2, 6, 6, 6)), "--tz", z_bad], "--tz"),
+            ("complex array, real dtype", base + ["--b", arr("bc.npy", (6,), np.complex64), "--dtype", "f32"], "--b"),
+            ("complex with --relu", ["--x", arr("xc.npy", (2, 4, 8, 8), np.complex128), "--w", w, "--relu"], "--relu"),
         ]
         for n, case in enumerate(cases):
             label, args, needle = case[0], case[1], case[2]

@@ -288,6 +288,11 @@ int cmd_compute(int argc, char **argv) {
              : !strcmp(x.descr, "c8")  ? NCONV_C64
              : !strcmp(x.descr, "c16") ? NCONV_C128
                                        : NCONV_F32;
+    if (relu && nconv__is_complex(dt)) {
+        rc = cli_fail("--relu: complex numbers have no order, so a %s convolution has no relu (as in PyTorch)",
+                      dtype_str(dt));
+        goto done;
+    }
     /* A complex computation reads real arrays as complex ones with zero imaginary parts; a
      * real one refuses complex arrays rather than drop their imaginary parts. */
     for (size_t k = 0; k < sizeof loads / sizeof loads[0]; k++) {
