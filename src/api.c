@@ -389,11 +389,12 @@ nconv_status nconv_algorithm_applies(const char *name, const nconv_problem *p, n
     if (!a) return INVALID("algorithm = '%s': unknown", name ? name : "(null)");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
     if (!applies) return INVALID("applies is NULL");
-    nconv_problem real;
-    nconv_status st = nconv_problem_validate(p);
-    if (st || (nconv__is_complex(p->dtype) && (st = nconv__complex_problem(p, NULL, &real)))) return st;
+    nconv_problem real; /* a complex problem answers for its real one */
+    const int cx = p && nconv__is_complex(p->dtype);
+    nconv_status st = cx ? nconv__complex_problem(p, NULL, &real) : nconv_problem_validate(p);
+    if (st) return st;
     nconv_core c;
-    nconv__core_from_problem(nconv__is_complex(p->dtype) ? &real : p, &c);
+    nconv__core_from_problem(cx ? &real : p, &c);
     const char *why = "";
     *applies = a->applies(&c, dir, &why);
     if (why_not) *why_not = *applies ? "" : why;
@@ -404,12 +405,11 @@ nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, 
     if (!name) return INVALID("name is NULL");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
     nconv_problem real;
-    nconv_status st = nconv_problem_validate(p);
-    if (st || (st = nconv__check_isa()) ||
-        (nconv__is_complex(p->dtype) && (st = nconv__complex_problem(p, NULL, &real))))
-        return st;
+    const int cx = p && nconv__is_complex(p->dtype);
+    nconv_status st = cx ? nconv__complex_problem(p, NULL, &real) : nconv_problem_validate(p);
+    if (st || (st = nconv__check_isa())) return st;
     nconv_core c;
-    nconv__core_from_problem(nconv__is_complex(p->dtype) ? &real : p, &c);
+    nconv__core_from_problem(cx ? &real : p, &c);
     const nconv_algo *a;
     if ((st = nconv__choose(ctx, &c, dir, NCONV_COPY_BOTH, &a))) return st;
     *name = a->name;
