@@ -101,6 +101,15 @@ float nconv__f16_to_f32(uint16_t h);
 uint16_t nconv__f32_to_f16(float f);
 float nconv__bf16_to_f32(uint16_t h);
 uint16_t nconv__f32_to_bf16(float f);
+/* Element off of real data of type dt as f32 (f64 rounded). */
+static inline float nconv__load_f32(const void *data, nconv_dtype dt, int64_t off) {
+    switch (dt) {
+    case NCONV_F32: return ((const float *)data)[off];
+    case NCONV_F16: return nconv__f16_to_f32(((const uint16_t *)data)[off]);
+    case NCONV_BF16: return nconv__bf16_to_f32(((const uint16_t *)data)[off]);
+    default: return (float)nconv__load(data, dt, off);
+    }
+}
 
 /* Dense C-order copies of a view: in f64 / f32. */
 void nconv__gather_f64(const nconv_view *v, double *dst);

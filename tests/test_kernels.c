@@ -7,8 +7,7 @@
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums;
- * - the depthwise row kernels of every ISA (sweep_dw_kernels) and run kernels
- *   (sweep_dwrun_kernels);
+ * - the depthwise tile kernels of every ISA (sweep_dwtile_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's;
@@ -153,143 +152,90 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                     }
 }
 
-/* The depthwise row kernels: rows x n pixels over pitches wider than n, n
- * over tails and the 32-pixel blocks, ks taps; dwrow's output outside the
- * rows starts as NaN and must stay untouched, relu keeps NaN. */
-static void sweep_dw_kernels(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t ns[] = {1, 5, 8, 14, 31, 32, 33, 70}, kss[] = {1, 3, 9};
-    for (size_t ni = 0; ni < 8; ni++)
-        for (size_t si = 0; si < 3; si++)
-            for (int64_t rows = 1; rows <= 3; rows++)
-                for (int relu = 0; relu < 2; relu++) {
-                    const int64_t n = ns[ni], ks = kss[si], sp = n + 3, op = n + 2;
-                    float *vol = malloc(sizeof(float) * (size_t)(ks * rows * sp + 8));
-                    float *a = malloc(sizeof(float) * (size_t)(rows * sp));
-                    float *out = malloc(sizeof(float) * (size_t)(rows * op));
-                    float w[9], acc[9], init = (float)test_uniform(rng);
-                    const float *src[9];
-                    for (int64_t i = 0; i < ks * rows * sp + 8; i++) vol[i] = (float)test_uniform(rng);
-                    for (int64_t i = 0; i < rows * sp; i++) a[i] = (float)test_uniform(rng);
-                    for (int64_t i = 0; i < rows * op; i++) out[i] = NAN;
-                    for (int64_t t = 0; t < ks; t++) w[t] = (float)test_uniform(rng), acc[t] = 0.5f, src[t] = vol + t * rows * sp + t % 3;
-                    vol[1] = NAN; /* tap 0, row 0, pixel 1: NaN must reach out[1] (relu keeps it) */
-                    k->dwrow(rows, n, ks, src, sp, w, init, out, op, relu);
-                    vol[1] = 0.0f;
-                    k->dwdot(rows, n, ks, a, sp, src, sp, acc);
-                    double worst = 0;
-                    int untouched = 1, nan_kept = n < 2 || isnan(out[1]);
-                    for (int64_t r = 0; r < rows; r++)
-                        for (int64_t j = 0; j < op; j++) {
-                            if (j >= n) {
-                                untouched = untouched && isnan(out[r * op + j]);
-                                continue;
-                            }
-                            if (r == 0 && j == 1) continue;
-                            double want = init;
-                            for (int64_t t = 0; t < ks; t++) want += (double)w[t] * src[t][r * sp + j];
-                            if (relu && want < 0) want = 0;
-                            const double e = fabs(out[r * op + j] - want);
-                            if (!(e <= worst)) worst = e;
-                        }
-                    for (int64_t t = 0; t < ks; t++) {
-                        double want = 0.5;
-                        for (int64_t r = 0; r < rows; r++)
-                            for (int64_t j = 0; j < n; j++) want += (double)a[r * sp + j] * src[t][r * sp + j];
-                        const double e = fabs(acc[t] - want) / (1 + fabs(want));
-                        if (!(e <= worst)) worst = e;
-                    }
-                    CHECK(worst <= 1e-5 && untouched && nan_kept, "%s dw kernels rows %lld n %lld ks %lld relu %d: err %g, "
-                          "untouched %d, NaN kept %d", k->name, (long long)rows, (long long)n, (long long)ks, relu, worst,
-                          untouched, nan_kept);
-                    free(vol), free(a), free(out);
-                }
-}
-
-/* The depthwise run kernels (dwrun, dwacc) against f64 sums: channels over
- * the vector tails, runs over the 8-pixel blocks, 1-2 rows of 1-7 taps,
- * pixel steps 1-3 and tap steps 1, -1, 2 (3, 5 and 7 taps at steps 1 / 2 and
- * tap steps +-1 are the shapes with their own code), runs that start left of
- * the row and end right of it (zeros there) or lie inside it, dwrun writing
- * every pixel or every other. Rows are allocated to their width (ASan sees
- * any read outside); dwrun's output outside the run's pixels and channels
- * starts as NaN and stays so, relu keeps NaN. */
-static void sweep_dwrun_kernels(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t chs[] = {1, 8, 17, 40}, ns[] = {1, 7, 9, 30}, kts[] = {1, 2, 3, 5, 7}, taps[] = {1, -1, 2};
-    for (size_t ci = 0; ci < 4; ci++)
-        for (size_t ni = 0; ni < 4; ni++)
-            for (int64_t kr = 1; kr <= 2; kr++)
-                for (size_t ti = 0; ti < 5; ti++)
-                    for (int64_t step = 1; step <= 3; step++)
-                        for (size_t di = 0; di < 3; di++)
-                            for (int edge = 0; edge < 2; edge++)
-                                for (int variant = 0; variant < 4; variant++) { /* bit 0: init + relu; bit 1: out_step 2 */
-                                    const int64_t C = chs[ci], cs = C + 3, n = ns[ni], kt = kts[ti], tap = taps[di];
-                                    const int mode = variant & 1;
-                                    const int64_t ostep = variant & 2 ? 2 : 1;
-                                    const int64_t reach = (kt - 1) * (tap < 0 ? -tap : tap);
-                                    const int64_t first = edge ? -3 : (tap < 0 ? reach : 0) + 1;
-                                    const int64_t width = edge ? (n - 1) * step + 3 : first + (n - 1) * step + reach + 2;
-                                    float *row[2], *w = malloc(sizeof(float) * (size_t)(kr * kt * cs));
-                                    float *out = malloc(sizeof(float) * (size_t)(n * ostep * cs));
-                                    float *dy = malloc(sizeof(float) * (size_t)(n * cs));
-                                    float *acc = malloc(sizeof(float) * (size_t)(kr * kt * cs)), init[40];
-                                    for (int64_t r = 0; r < kr; r++) {
-                                        row[r] = malloc(sizeof(float) * (size_t)(width * cs));
-                                        for (int64_t i = 0; i < width * cs; i++) row[r][i] = (float)test_uniform(rng);
+/* The depthwise tile kernels (dwtile, dwtile_bw) against f64 sums: blocks of 1-9 vectors (the
+ * widths tiles take at once and their sums), channel tails, columns as wide as the block or wider,
+ * the weights' taps as far apart or farther, rows of 1-30 pixels (tiles of every width), 0-3 rows,
+ * taps 3, 5, 7 one column apart (the shapes with code of their own) and other taps (1, 2, 4,
+ * dilated, reversed), pixel steps 1 and 2. Rows end at the last lane read (ASan sees any read
+ * beyond); dwtile's output past the pixels and channels starts as NaN and stays so; relu keeps a
+ * NaN read. */
+static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t vl = k->dw_vl, nvs[] = {1, 2, 3, 5, 9}, ns[] = {1, 3, 7, 13, 14, 30};
+    /* taps: count, column distance between taps, first tap's column */
+    const int64_t shapes[][3] = {{3, 1, 0}, {5, 1, 1}, {7, 1, 0}, {1, 1, 2}, {2, 1, 0}, {4, 1, 0}, {3, 2, 0}, {3, -1, 2}};
+    for (size_t vi = 0; vi < 5; vi++)
+        for (int tail = 0; tail < 2; tail++)
+            for (int wide = 0; wide < 2; wide++)
+                for (size_t ni = 0; ni < 6; ni++)
+                    for (int64_t nr = 0; nr <= 3; nr += nr ? 2 : 1)
+                        for (size_t si = 0; si < 8; si++)
+                            for (int64_t step = 1; step <= 2; step++) {
+                                const int64_t cw = nvs[vi] * vl, nc = tail ? cw - 3 : cw, cs = wide ? cw + vl : cw;
+                                const int64_t ws = wide ? cw + 2 * vl : cw; /* the weights' tap stride */
+                                const int64_t n = ns[ni], nt = shapes[si][0], gap = shapes[si][1], t0 = shapes[si][2];
+                                const int relu = (int)((vi + ni + si) % 2), os = (int)(cw + 5);
+                                int64_t toff[7], last = 0;
+                                for (int64_t t = 0; t < nt; t++) {
+                                    toff[t] = (t0 + t * gap) * cs;
+                                    if (toff[t] > last) last = toff[t];
+                                }
+                                last += (n - 1) * step * cs + cw; /* floats a row needs */
+                                float *row[3], *w[3], init[160];
+                                float *out = malloc(sizeof(float) * (size_t)(n * os));
+                                float *dy = malloc(sizeof(float) * (size_t)(n * cw));
+                                float *acc = malloc(sizeof(float) * (size_t)(3 * nt * cw));
+                                for (int64_t r = 0; r < nr; r++) {
+                                    row[r] = malloc(sizeof(float) * (size_t)last);
+                                    w[r] = malloc(sizeof(float) * (size_t)((nt - 1) * ws + cw));
+                                    for (int64_t i = 0; i < last; i++) row[r][i] = (float)test_uniform(rng);
+                                    for (int64_t i = 0; i < (nt - 1) * ws + cw; i++) w[r][i] = (float)test_uniform(rng);
+                                }
+                                for (int64_t i = 0; i < n * os; i++) out[i] = NAN;
+                                for (int64_t i = 0; i < n * cw; i++) dy[i] = (float)test_uniform(rng);
+                                for (int64_t i = 0; i < 3 * nt * cw; i++) acc[i] = 0.5f;
+                                for (int64_t c = 0; c < cw; c++) init[c] = (float)test_uniform(rng);
+                                const int nan_in = relu && nr > 0; /* pixel 0's first tap, channel 1 */
+                                if (nan_in) row[0][toff[0] + 1] = NAN;
+                                k->dwtile(cw, cs, step, n, nr, (const float *const *)row, (const float *const *)w, ws, nt,
+                                          toff, init, out, os, nc, relu);
+                                if (nan_in) row[0][toff[0] + 1] = 0.0f;
+                                k->dwtile_bw(cw, cs, step, n, nr, (const float *const *)row, nt, toff, dy, acc);
+                                double worst = 0;
+                                int untouched = 1, nan_ok = !nan_in || isnan(out[1]);
+                                for (int64_t i = 0; i < n; i++)
+                                    for (int64_t c = 0; c < os; c++) {
+                                        const float o = out[i * os + c];
+                                        if (c >= nc) {
+                                            untouched = untouched && isnan(o);
+                                            continue;
+                                        }
+                                        if (nan_in && i == 0 && c == 1) continue;
+                                        double want = init[c];
+                                        for (int64_t r = 0; r < nr; r++)
+                                            for (int64_t t = 0; t < nt; t++)
+                                                want += (double)row[r][toff[t] + i * step * cs + c] * w[r][t * ws + c];
+                                        if (relu && want < 0) want = 0;
+                                        const double e = fabs(o - want) / (1 + fabs(want));
+                                        if (!(e <= worst)) worst = e;
                                     }
-                                    for (int64_t i = 0; i < kr * kt * cs; i++) w[i] = (float)test_uniform(rng), acc[i] = 0.5f;
-                                    for (int64_t i = 0; i < n * ostep * cs; i++) out[i] = NAN;
-                                    for (int64_t i = 0; i < n * cs; i++) dy[i] = (float)test_uniform(rng);
-                                    for (int64_t c = 0; c < C; c++) init[c] = (float)test_uniform(rng);
-                                    if (mode) row[0][0] = NAN; /* column 0, channel 0 */
-                                    const nconv_dw_run g = {first, step, tap, width, ostep};
-                                    const float *const *rows = (const float *const *)row;
-                                    k->dwrun(C, cs, n, kr, kt, rows, &g, w, mode ? init : NULL, out, mode);
-                                    if (mode) row[0][0] = 0.0f;
-                                    k->dwacc(C, cs, n, kr, kt, dy, rows, &g, acc);
-                                    double worst = 0;
-                                    int untouched = 1, nan_ok = 1;
-                                    for (int64_t i = 0; i < n * ostep * cs; i++) /* pixels skipped, channels past C */
-                                        if ((i / cs) % ostep || i % cs >= C) untouched = untouched && isnan(out[i]);
-                                    for (int64_t p = 0; p < n; p++)
-                                        for (int64_t c = 0; c < C; c++) {
-                                            float *o = out + p * ostep * cs + c;
-                                            double want = mode ? init[c] : 0.0;
-                                            int reads_nan = 0;
-                                            for (int64_t r = 0; r < kr; r++)
-                                                for (int64_t t = 0; t < kt; t++) {
-                                                    const int64_t col = first + p * step + t * tap;
-                                                    if (col < 0 || col >= width) continue;
-                                                    reads_nan |= mode && r == 0 && col == 0 && c == 0;
-                                                    want += (double)row[r][col * cs + c] * w[(r * kt + t) * cs + c];
-                                                }
-                                            if (reads_nan) {
-                                                nan_ok = nan_ok && isnan(*o);
-                                                continue;
-                                            }
-                                            if (mode && want < 0) want = 0;
-                                            const double e = fabs(*o - want);
+                                for (int64_t r = 0; r < nr; r++)
+                                    for (int64_t t = 0; t < nt; t++)
+                                        for (int64_t c = 0; c < cw; c++) {
+                                            double want = 0.5;
+                                            for (int64_t i = 0; i < n; i++)
+                                                want += (double)dy[i * cw + c] * row[r][toff[t] + i * step * cs + c];
+                                            const double e = fabs(acc[(r * nt + t) * cw + c] - want) / (1 + fabs(want));
                                             if (!(e <= worst)) worst = e;
                                         }
-                                    for (int64_t r = 0; r < kr; r++)
-                                        for (int64_t t = 0; t < kt; t++)
-                                            for (int64_t c = 0; c < C; c++) {
-                                                double want = 0.5;
-                                                for (int64_t p = 0; p < n; p++) {
-                                                    const int64_t col = first + p * step + t * tap;
-                                                    if (col >= 0 && col < width) want += (double)dy[p * cs + c] * row[r][col * cs + c];
-                                                }
-                                                const double e = fabs(acc[(r * kt + t) * cs + c] - want) / (1 + fabs(want));
-                                                if (!(e <= worst)) worst = e;
-                                            }
-                                    CHECK(worst <= 1e-5 && untouched && nan_ok,
-                                          "%s dwrun/dwacc C %lld n %lld rows %lld taps %lld step %lld tap %lld first %lld width %lld "
-                                          "variant %d: err %g, untouched %d, NaN kept %d", k->name, (long long)C, (long long)n,
-                                          (long long)kr, (long long)kt, (long long)step, (long long)tap, (long long)first,
-                                          (long long)width, variant, worst, untouched, nan_ok);
-                                    for (int64_t r = 0; r < kr; r++) free(row[r]);
-                                    free(w), free(out), free(dy), free(acc);
-                                }
+                                for (int64_t i = nr * nt * cw; i < 3 * nt * cw; i++) untouched = untouched && acc[i] == 0.5f;
+                                CHECK(worst <= 1e-5 && untouched && nan_ok,
+                                      "%s dwtile/dwtile_bw cw %lld nc %lld cs %lld n %lld rows %lld taps %lld gap %lld "
+                                      "step %lld: err %g, untouched %d, NaN kept %d", k->name, (long long)cw, (long long)nc,
+                                      (long long)cs, (long long)n, (long long)nr, (long long)nt, (long long)gap,
+                                      (long long)step, worst, untouched, nan_ok);
+                                for (int64_t r = 0; r < nr; r++) free(row[r]), free(w[r]);
+                                free(out), free(dy), free(acc);
+                            }
 }
 
 /* The small-group backward-weights kernel: q in {2, 4, 8}, every o0 / no
@@ -962,8 +908,7 @@ int main(void) {
             continue;
         }
         sweep_tile_kernels(k, &krng);
-        sweep_dw_kernels(k, &krng);
-        sweep_dwrun_kernels(k, &krng);
+        sweep_dwtile_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);

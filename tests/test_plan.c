@@ -445,6 +445,8 @@ int main(void) {
     tr.transposed = 1, tr.pad_begin[0] = tr.pad_begin[1] = tr.pad_end[0] = tr.pad_end[1] = 1;
     nconv_problem tr3 = conv2d(2, 16, 24, 1, 7, 3, 1); /* Winograd's bwd_d: flipped, transposed U */
     tr3.transposed = 1;
+    nconv_problem dwt = conv2d(2, 16, 16, 16, 8, 5, 2); /* depthwise bwd_d: weights packed by tap phase */
+    dwt.transposed = 1, dwt.pad_begin[0] = dwt.pad_begin[1] = dwt.pad_end[0] = dwt.pad_end[1] = 2;
     test_forward("dense nhwc", &dense, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("dense nhwc heuristic", &dense, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("winograd nhwc", &dense, NCONV_LAYOUT_NXC, "winograd", 1);
@@ -453,7 +455,9 @@ int main(void) {
     test_forward("1x1 nhwc", &pw, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("deep nhwc", &deep, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("grouped nhwc", &grouped, NCONV_LAYOUT_NXC, NULL, 0);
-    test_forward("depthwise nchw", &dw, NCONV_LAYOUT_NCX, NULL, 0);
+    test_forward("depthwise nchw", &dw, NCONV_LAYOUT_NCX, NULL, 1);
+    test_forward("depthwise nhwc", &dw, NCONV_LAYOUT_NXC, NULL, 1);
+    test_forward("depthwise transposed nhwc", &dwt, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("transposed nhwc", &tr, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("stride 2 gemm", &s2, NCONV_LAYOUT_ANY, "gemm", 0);
     test_backward("stride 2 nhwc", &s2, NCONV_LAYOUT_NXC, 1);

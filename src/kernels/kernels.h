@@ -115,63 +115,29 @@ enum { NCONV_F64_MR = 6 };
 typedef void nconv_f64_gemm_t(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int accumulate);
 typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
 
-/* Depthwise: out[c] = act(init[c] (or 0) + sum_{t < ks} rows[t][c] * w[t * channels + c]). */
-typedef void nconv_f32_dwconv_t(int64_t channels, int64_t ks, const float *const *rows, const float *w,
-                                    const float *init, float *out, int relu);
-typedef nconv_f32_dwconv_t *nconv_f32_dwconv_fn;
-/* acc[i] += a[i] * b[i] for i < n. */
-typedef void nconv_f32_vmacc_t(int64_t n, const float *a, const float *b, float *acc);
-typedef nconv_f32_vmacc_t *nconv_f32_vmacc_fn;
-
-/* Depthwise on a run of n output pixels, channels-last (channels the vector
- * dimension), over kr rows of kt taps: pixel p's tap t reads column
- * first + p * step + t * tap of each row, zeros where that column is outside
- * [0, width); dwrun writes pixel p out_step pixels after pixel p - 1.
- * Columns, pixels of out and dy, and taps of w are cs floats apart. For
- * p < n, c < channels:
- * dwrun: out[p * out_step * cs + c] = act(init[c] (or 0) + sum_{r, t} x(r, p, t, c) * w[(r * kt + t) * cs + c]);
- * dwacc: acc[(r * kt + t) * cs + c] += sum_p dy[p * cs + c] * x(r, p, t, c);
- * where x(r, p, t, c) = rows[r][column * cs + c]. */
-typedef struct nconv_dw_run {
-    int64_t first, step, tap, width, out_step;
-} nconv_dw_run;
-/* Whether pixels [0, n) of a run whose pixel 0 reads column first + t * tap read only columns inside the row. */
-static inline int nconv__dw_inside(int64_t first, int64_t n, int64_t kt, const nconv_dw_run *g) {
-    const int64_t lo = first + (g->tap < 0 ? (kt - 1) * g->tap : 0);
-    const int64_t hi = first + (n - 1) * g->step + (g->tap > 0 ? (kt - 1) * g->tap : 0);
-    return lo >= 0 && hi < g->width;
-}
-/* The pixels [*lo, *hi) of a run of n that read only columns inside the row. */
-static inline void nconv__dw_inside_range(const nconv_dw_run *g, int64_t n, int64_t kt, int64_t *lo, int64_t *hi) {
-    const int64_t left = g->first + (g->tap < 0 ? (kt - 1) * g->tap : 0);
-    const int64_t right = g->first + (g->tap > 0 ? (kt - 1) * g->tap : 0);
-    *lo = left >= 0 ? 0 : (-left + g->step - 1) / g->step;
-    *hi = g->width - 1 - right < 0 ? 0 : (g->width - 1 - right) / g->step + 1;
-    *lo = *lo > n ? n : *lo, *hi = *hi > n ? n : *hi < *lo ? *lo : *hi;
-}
-/* The shapes that dwrun's kernels have code of their own for: X(taps, pixel step, tap step, name),
- * the name p for tap step 1, m for -1. */
-#define NCONV_DWRUN_SHAPES(X)                                                                         \
-    X(3, 1, 1, p) X(3, 2, 1, p) X(3, 1, -1, m) X(5, 1, 1, p) X(5, 2, 1, p) X(5, 1, -1, m) X(7, 1, 1, p) \
-        X(7, 2, 1, p) X(7, 1, -1, m)
-typedef void nconv_f32_dwrun_t(int64_t channels, int64_t cs, int64_t n, int64_t kr, int64_t kt,
-                                   const float *const *rows, const nconv_dw_run *g, const float *w, const float *init,
-                                   float *out, int relu);
-typedef nconv_f32_dwrun_t *nconv_f32_dwrun_fn;
-typedef void nconv_f32_dwacc_t(int64_t channels, int64_t cs, int64_t n, int64_t kr, int64_t kt, const float *dy,
-                                   const float *const *rows, const nconv_dw_run *g, float *acc);
-typedef nconv_f32_dwacc_t *nconv_f32_dwacc_fn;
-
-/* Depthwise on rows of one channel (pixels are the vector dimension), for
- * r < rows, j < n, t < ks:
- * dwrow: out[r * out_pitch + j] = act(init + sum_t w[t] * src[t][r * src_pitch + j]);
- * dwdot: acc[t] += sum_{r, j} a[r * a_pitch + j] * src[t][r * src_pitch + j]. */
-typedef void nconv_f32_dwrow_t(int64_t rows, int64_t n, int64_t ks, const float *const *src, int64_t src_pitch,
-                                   const float *w, float init, float *out, int64_t out_pitch, int relu);
-typedef nconv_f32_dwrow_t *nconv_f32_dwrow_fn;
-typedef void nconv_f32_dwdot_t(int64_t rows, int64_t n, int64_t ks, const float *a, int64_t a_pitch,
-                                   const float *const *src, int64_t src_pitch, float *acc);
-typedef nconv_f32_dwdot_t *nconv_f32_dwdot_fn;
+/*
+ * Depthwise on channel-blocked rows (src/algo/depthwise.c). A block is cw channels (a whole number
+ * of the table's dw_vl lanes); a row holds columns of them, cs floats apart (cs >= cw). Output
+ * pixel i's tap t in row r reads the column at rows[r] + toff[t] + i * step * cs.
+ * dwtile: for i < n, c < nc:
+ *   out[i * os + c] = act(init[c] + sum_{r < nr, t < nt} rows[r][toff[t] + i * step * cs + c] * w[r][t * ws + c]),
+ *   summed in the order r, t; act = max(., 0) when relu (NaN stays NaN). Lanes nc .. cw of out are
+ *   not written; nr or nt 0 writes act(init).
+ * dwtile_bw: for c < cw, r < nr, t < nt:
+ *   acc[(r * nt + t) * cw + c] += sum_{i < n} dy[i * cw + c] * rows[r][toff[t] + i * step * cs + c],
+ *   the pixels summed in an order of the kernel's own (the same for every call), then added to acc.
+ * Every lane of every column read is readable; lanes past the channels only feed lanes that are
+ * not stored or not used.
+ */
+typedef void nconv_f32_dwtile_t(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr,
+                                    const float *const *rows, const float *const *w, int64_t ws, int64_t nt,
+                                    const int64_t *toff, const float *init, float *out, int64_t os, int64_t nc,
+                                    int relu);
+typedef nconv_f32_dwtile_t *nconv_f32_dwtile_fn;
+typedef void nconv_f32_dwtile_bw_t(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr,
+                                       const float *const *rows, int64_t nt, const int64_t *toff, const float *dy,
+                                       float *acc);
+typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
 
 /*
  * Backward-weights of small groups (q = input = output channels per group,
@@ -265,12 +231,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
     X(chsum, f32_chsum, f32_chsum, avx2, avx512)
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
-    X(dwconv, f32_dwconv, f32_dwconv, avx2, avx2)                               \
-    X(vmacc, f32_vmacc, f32_vmacc, avx2, avx2)                                  \
-    X(dwrun, f32_dwrun, f32_dwrun, avx2, avx512)                                \
-    X(dwacc, f32_dwacc, f32_dwacc, avx2, avx512)                                \
-    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)                                \
-    X(dwdot, f32_dwdot, f32_dwdot, avx2, avx512)
+    X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
+    X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
@@ -307,6 +269,7 @@ NCONV_KERNELS(NCONV_DECLARE_KERNEL)
 typedef struct nconv_kernels {
     nconv_isa isa;
     int f64_nr; /* f64_gemm's tile width */
+    int dw_vl; /* dwtile's lanes: blocks are whole vectors of them */
     const char *name;
     NCONV_KERNELS(NCONV_KERNEL_SLOT)
 } nconv_kernels;

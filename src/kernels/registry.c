@@ -15,10 +15,10 @@
 #define SLOT_AVX512(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_##avx512(function),
 static const nconv_kernels tables[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    {.isa = NCONV_ISA_AVX512, .f64_nr = 16, .name = "avx512", NCONV_KERNELS(SLOT_AVX512)},
-    {.isa = NCONV_ISA_AVX2, .f64_nr = 8, .name = "avx2", NCONV_KERNELS(SLOT_AVX2)},
+    {.isa = NCONV_ISA_AVX512, .f64_nr = 16, .dw_vl = 16, .name = "avx512", NCONV_KERNELS(SLOT_AVX512)},
+    {.isa = NCONV_ISA_AVX2, .f64_nr = 8, .dw_vl = 8, .name = "avx2", NCONV_KERNELS(SLOT_AVX2)},
 #endif
-    {.isa = NCONV_ISA_GENERIC, .f64_nr = 8, .name = "generic", NCONV_KERNELS(SLOT_GENERIC)},
+    {.isa = NCONV_ISA_GENERIC, .f64_nr = 8, .dw_vl = 8, .name = "generic", NCONV_KERNELS(SLOT_GENERIC)},
 };
 
 /* The ISA and the cap are found once per process (a thread-safe cache): the

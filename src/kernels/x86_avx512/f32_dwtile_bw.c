@@ -1,0 +1,87 @@
+/* Depthwise backward-weights on channel-blocked rows, AVX-512 (contract in ../kernels.h). TB taps
+ * x NV vectors (NV at most SUB_NV: a block is summed that many vectors at a time) of one row keep
+ * their sums in registers along the pixels: per pixel the NV vectors of dy are loaded once and
+ * each sum takes one FMA whose input comes straight from memory (each tap's pointer in a
+ * register, the pixel's offset added). Where a block has fewer than 12 sums, pixels alternate
+ * between PU sets of them (summed at the end), so that enough FMA chains run at once. */
+#include "../kernels.h"
+#include "avx512_util.h"
+
+#define INLINE static inline __attribute__((always_inline))
+enum { VL = 16, SUB_NV = 4, MAX_TB = 7, MAX_SUMS = 24 };
+
+/* Sums of TB taps x NV vectors: pixel i's inputs at xt[t] + i * xs, its dy at dy + i * ds, tap t's
+ * sums at acc + t * as. */
+INLINE void block(const int NV, const int TB, int64_t n, const float *x0, const int64_t *toff, int64_t xs,
+                  const float *dy, int64_t ds, float *acc, int64_t as) {
+    const int PU = TB * NV >= 12 ? 1 : TB * NV >= 6 ? 2 : 4;
+    __m512 s[MAX_SUMS];
+#pragma GCC unroll 24
+    for (int j = 0; j < PU * TB * NV; j++) s[j] = _mm512_setzero_ps();
+    const float *xt[MAX_TB];
+#pragma GCC unroll 7
+    for (int t = 0; t < TB; t++) xt[t] = x0 + toff[t];
+    int64_t i = 0;
+    for (; i + PU <= n; i += PU)
+#pragma GCC unroll 4
+        for (int p = 0; p < PU; p++) {
+            __m512 d[SUB_NV];
+#pragma GCC unroll 7
+            for (int b = 0; b < NV; b++) d[b] = _mm512_loadu_ps(dy + (i + p) * ds + b * VL);
+#pragma GCC unroll 7
+            for (int t = 0; t < TB; t++)
+#pragma GCC unroll 7
+                for (int b = 0; b < NV; b++)
+                    s[(p * TB + t) * NV + b] = _mm512_fmadd_ps(d[b], _mm512_loadu_ps(xt[t] + (i + p) * xs + b * VL),
+                                                               s[(p * TB + t) * NV + b]);
+        }
+    for (; i < n; i++) {
+        __m512 d[SUB_NV];
+#pragma GCC unroll 7
+        for (int b = 0; b < NV; b++) d[b] = _mm512_loadu_ps(dy + i * ds + b * VL);
+#pragma GCC unroll 7
+        for (int t = 0; t < TB; t++)
+#pragma GCC unroll 7
+            for (int b = 0; b < NV; b++)
+                s[t * NV + b] = _mm512_fmadd_ps(d[b], _mm512_loadu_ps(xt[t] + i * xs + b * VL), s[t * NV + b]);
+    }
+#pragma GCC unroll 7
+    for (int t = 0; t < TB; t++)
+#pragma GCC unroll 7
+        for (int b = 0; b < NV; b++) {
+            __m512 v = s[t * NV + b];
+#pragma GCC unroll 3
+            for (int p = 1; p < PU; p++) v = _mm512_add_ps(v, s[(p * TB + t) * NV + b]);
+            float *a = acc + t * as + b * VL;
+            _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), v));
+        }
+}
+
+typedef void sub_fn(int64_t n, const float *x0, const int64_t *toff, int64_t xs, const float *dy, int64_t ds, float *acc,
+                    int64_t as);
+#define SUB(NV, TB)                                                                                                    \
+    static void s_##NV##_##TB(int64_t n, const float *x0, const int64_t *toff, int64_t xs, const float *dy, int64_t ds, \
+                              float *acc, int64_t as) {                                                              \
+        block(NV, TB, n, x0, toff, xs, dy, ds, acc, as);                                                             \
+    }
+#define SUB_ENTRY(NV, TB) [NV][TB] = s_##NV##_##TB,
+/* The taps of each vector count: as many as keep the sums within MAX_SUMS. */
+#define TB6(X, NV) X(NV, 1) X(NV, 2) X(NV, 3) X(NV, 4) X(NV, 5) X(NV, 6)
+#define TB7(X, NV) TB6(X, NV) X(NV, 7)
+#define SUBS(X) TB7(X, 1) TB7(X, 2) TB7(X, 3) TB6(X, 4)
+SUBS(SUB)
+static sub_fn *const subs[SUB_NV + 1][MAX_TB + 1] = {SUBS(SUB_ENTRY)};
+static const int64_t tb_max[SUB_NV + 1] = {0, 7, 7, 7, 6};
+
+void nconv_f32_dwtile_bw__avx512(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr, const float *const *rows,
+                                 int64_t nt, const int64_t *toff, const float *dy, float *acc) {
+    const int64_t nv = cw / VL;
+    for (int64_t v0 = 0; v0 < nv; v0 += SUB_NV) {
+        const int64_t sv = nv - v0 < SUB_NV ? nv - v0 : SUB_NV, c0 = v0 * VL;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t t0 = 0; t0 < nt; t0 += tb_max[sv]) {
+                const int64_t tb = nt - t0 < tb_max[sv] ? nt - t0 : tb_max[sv];
+                subs[sv][tb](n, rows[r] + c0, toff + t0, step * cs, dy + c0, cw, acc + (r * nt + t0) * cw + c0, cw);
+            }
+    }
+}
