@@ -8,7 +8,7 @@
  * rows as the output rows reach them, each source row once, read in address order when it is
  * channels-last: a ring row holds its columns one after another, each the channels of a block,
  * with the padding columns as the padding mode has them (a row in zero padding is a shared row
- * of zeros). From there the kernels (dwtile, dwtile_bw) read every input at fixed distances,
+ * of zeros, which fwd skips: weights with Inf or NaN are declined). From there the kernels (dwtile, dwtile_bw) read every input at fixed distances,
  * whatever the caller's layout. A block is every channel where the ring of a whole row stays in
  * L2; else the channels are cut into blocks whose ring does, and where even one vector's does
  * not, rows run in column segments. With a W stride of 3 or more the columns are stored by phase
@@ -435,10 +435,7 @@ static void fwd_unit(const dw_ctx *d, dw_scratch *s, float *partial, int64_t n, 
     const int fwd = d->dir == NCONV_DIR_FWD;
     const nconv_view *dy = d->dy.v;
     float *acc = fwd ? NULL : partial + c0 * KS;
-    if (fwd)
-        for (int64_t r = 0; r < K01; r++) s->wrows[r] = d->packed + r * K2 * g->cpad + c0;
-    else
-        memset(acc, 0, sizeof(float) * (size_t)(KS * cw));
+    if (!fwd) memset(acc, 0, sizeof(float) * (size_t)(KS * cw));
     fwd_taps(d, cw, s->toff);
     /* bwd_w: dy rows straight from dy where they are the block's columns already */
     const int direct = !fwd && d->dy.chan && cw == c->C && (dy->stride[4] == c->C || g->ow == 1);
@@ -448,10 +445,13 @@ static void fwd_unit(const dw_ctx *d, dw_scratch *s, float *partial, int64_t n, 
         for (int64_t q = q0; q < q1; q++) {
             const int64_t o0 = q / g->orow[1], o1 = q % g->orow[1];
             fwd_rows(d, s, n, o0, o1);
-            if (fwd) {
+            if (fwd) { /* rows in zero padding add nothing (the weights are finite) */
+                int64_t nr = 0;
+                for (int64_t r = 0; r < K01; r++)
+                    if (s->rows[r] != d->zero) s->rows[nr] = s->rows[r], s->wrows[nr++] = d->packed + r * K2 * g->cpad + c0;
                 int64_t os;
                 float *out = out_at(d, s, n, o0, o1, p0, p0, k, &os);
-                d->k->dwtile(cw, cw, g->step, np, K01, s->rows, s->wrows, g->cpad, K2, s->toff, d->init + c0, out, os,
+                d->k->dwtile(cw, cw, g->step, np, nr, s->rows, s->wrows, g->cpad, K2, s->toff, d->init + c0, out, os,
                              nc, d->relu);
                 out_planes(d, s, n, o0, o1, p0, np, k);
                 continue;
@@ -592,10 +592,10 @@ static nconv_status dw_run(const nconv_exec *e) {
             tap_phases(c, e->dir, taps, taps + c->k[2]);
             d.packed = e->packed;
         } else {
-            const int finite = pack_weights(c, e->dir, &g, e->w, packed, taps);
-            /* bwd_d reads dy's zero padding: with a non-finite weight that would make NaN where the
-             * reference computes no product (see nconv__view_all_finite) */
-            if (!finite && e->dir == NCONV_DIR_BWD_D) return (nconv_status)NCONV__DECLINE_W;
+            /* fwd skips rows in zero padding and bwd_d reads dy's: with a non-finite weight either
+             * would differ from the reference's products, NaN for padding in fwd, none in bwd_d
+             * (see nconv__view_all_finite) */
+            if (!pack_weights(c, e->dir, &g, e->w, packed, taps)) return (nconv_status)NCONV__DECLINE_W;
             d.packed = packed;
         }
     }
@@ -642,11 +642,10 @@ static nconv_status dw_pack(const nconv_exec *e, void *dst) {
     geometry(e->c, e->dir, e->k, 1, &g);
     int64_t *taps = nconv__arena_take(e->ws, g.taps);
     if (!taps) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: scratch too small for depthwise's packing");
-    const int finite = pack_weights(e->c, e->dir, &g, e->w, dst, taps);
-    return finite || e->dir != NCONV_DIR_BWD_D ? NCONV_OK : (nconv_status)NCONV__DECLINE_W;
+    return pack_weights(e->c, e->dir, &g, e->w, dst, taps) ? NCONV_OK : (nconv_status)NCONV__DECLINE_W;
 }
 
-/* bwd_d with non-finite weights: see nconv__view_all_finite. */
+/* fwd and bwd_d with non-finite weights: see dw_run. */
 const nconv_algo nconv_algo_depthwise = {.name = "depthwise", .applies = dw_applies, .workspace = dw_workspace,
-                                         .run = dw_run, .declines = {0, NCONV__DECLINES_W, 0},
+                                         .run = dw_run, .declines = {NCONV__DECLINES_W, NCONV__DECLINES_W, 0},
                                          .pack_size = dw_pack_size, .pack = dw_pack};

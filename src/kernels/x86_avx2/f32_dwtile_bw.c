@@ -1,14 +1,70 @@
-/* Depthwise backward-weights on channel-blocked rows, AVX2 (contract in ../kernels.h). TB taps
- * x NV vectors (NV at most SUB_NV: a block is summed that many vectors at a time) of one row keep
- * their sums in registers along the pixels: per pixel the NV vectors of dy are loaded once and
- * each sum takes one FMA whose input comes straight from memory (each tap's pointer in a
- * register, the pixel's offset added). Where a block has fewer than 6 sums, pixels alternate
- * between PU sets of them (summed at the end), so that enough FMA chains run at once. */
+/* Depthwise backward-weights on channel-blocked rows, AVX2 (contract in ../kernels.h). The sums
+ * of a row's taps stay in registers along its pixels, a few vectors of channels at a time.
+ * Rows of 3, 5 or 7 taps one column apart, pixels 1 or 2 columns apart: dy of a tile of UR pixels
+ * is loaded once, and each input column once for all the (pixel, tap) pairs that read it (the
+ * shapes are constants of each variant; pixels past the last whole tile go one at a time).
+ * Any other taps: TB taps x NV vectors; per pixel the NV vectors of dy are loaded once and each
+ * sum takes one FMA whose input comes from memory (each tap's pointer in a register, the pixel's
+ * offset added).
+ * Where there are few sums, pixels alternate between PS (PU) sets of them, summed at the end, so
+ * that enough FMA chains run at once. */
 #include "../kernels.h"
 #include "avx2_util.h"
 
 #define INLINE static inline __attribute__((always_inline))
-enum { VL = 8, SUB_NV = 2, MAX_TB = 7, MAX_SUMS = 12 };
+enum { VL = 8, NV_REUSE = 1, SUB_NV = 2, MAX_TB = 7, MAX_SUMS = 12 };
+
+/* KT taps one column apart, pixels SP columns apart: pixel i's tap t at x + (i SP + t) cs, its dy at
+ * dy + i * cw, tap t's sums at acc + t * cw. */
+INLINE void reuse_sums(const int KT, const int SP, const int NV, int64_t n, const float *x, int64_t cs,
+                       const float *dy, int64_t cw, float *acc) {
+    const int PS = KT <= 3 ? 2 : 1, UR = KT == 7 ? 7 : 8;
+    __m256 s[2 * 7 * NV_REUSE];
+#pragma GCC unroll 28
+    for (int j = 0; j < PS * KT * NV; j++) s[j] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + UR <= n; i += UR) {
+        __m256 d[8 * NV_REUSE];
+#pragma GCC unroll 8
+        for (int u = 0; u < UR; u++)
+#pragma GCC unroll 2
+            for (int b = 0; b < NV; b++) d[u * NV + b] = _mm256_loadu_ps(dy + (i + u) * cw + b * VL);
+        const float *xq = x + i * SP * cs;
+#pragma GCC unroll 21
+        for (int q = 0; q < (UR - 1) * SP + KT; q++, xq += cs) {
+            __m256 xv[NV_REUSE];
+#pragma GCC unroll 2
+            for (int b = 0; b < NV; b++) xv[b] = _mm256_loadu_ps(xq + b * VL);
+#pragma GCC unroll 8
+            for (int u = 0; u < UR; u++) {
+                const int t = q - u * SP;
+                if (t >= 0 && t < KT)
+#pragma GCC unroll 2
+                    for (int b = 0; b < NV; b++) {
+                        __m256 *a = &s[((u % PS) * KT + t) * NV + b];
+                        *a = _mm256_fmadd_ps(d[u * NV + b], xv[b], *a);
+                    }
+            }
+        }
+    }
+    for (; i < n; i++)
+#pragma GCC unroll 2
+        for (int b = 0; b < NV; b++) {
+            const __m256 dv = _mm256_loadu_ps(dy + i * cw + b * VL);
+#pragma GCC unroll 7
+            for (int t = 0; t < KT; t++)
+                s[t * NV + b] = _mm256_fmadd_ps(dv, _mm256_loadu_ps(x + (i * SP + t) * cs + b * VL), s[t * NV + b]);
+        }
+#pragma GCC unroll 7
+    for (int t = 0; t < KT; t++)
+#pragma GCC unroll 2
+        for (int b = 0; b < NV; b++) {
+            __m256 v = s[t * NV + b];
+            if (PS == 2) v = _mm256_add_ps(v, s[(KT + t) * NV + b]);
+            float *a = acc + t * cw + b * VL;
+            _mm256_storeu_ps(a, _mm256_add_ps(_mm256_loadu_ps(a), v));
+        }
+}
 
 /* Sums of TB taps x NV vectors: pixel i's inputs at xt[t] + i * xs, its dy at dy + i * ds, tap t's
  * sums at acc + t * as. */
@@ -65,6 +121,15 @@ typedef void sub_fn(int64_t n, const float *x0, const int64_t *toff, int64_t xs,
         block(NV, TB, n, x0, toff, xs, dy, ds, acc, as);                                                             \
     }
 #define SUB_ENTRY(NV, TB) [NV][TB] = s_##NV##_##TB,
+typedef void reuse_fn(int64_t n, const float *x, int64_t cs, const float *dy, int64_t cw, float *acc);
+#define REUSE(KT, SP, NV)                                                                                              \
+    static void r_##KT##_##SP##_##NV(int64_t n, const float *x, int64_t cs, const float *dy, int64_t cw, float *acc) { \
+        reuse_sums(KT, SP, NV, n, x, cs, dy, cw, acc);                                                               \
+    }
+#define REUSE_ENTRY(KT, SP, NV) [KT / 2 - 1][SP - 1][NV] = r_##KT##_##SP##_##NV,
+#define REUSES(X) X(3, 1, 1) X(3, 2, 1) X(5, 1, 1) X(5, 2, 1) X(7, 1, 1) X(7, 2, 1)
+REUSES(REUSE)
+static reuse_fn *const reuses[3][2][NV_REUSE + 1] = {REUSES(REUSE_ENTRY)};
 /* The taps of each vector count: as many as keep the sums within MAX_SUMS. */
 #define TB6(X, NV) X(NV, 1) X(NV, 2) X(NV, 3) X(NV, 4) X(NV, 5) X(NV, 6)
 #define TB7(X, NV) TB6(X, NV) X(NV, 7)
@@ -73,9 +138,25 @@ SUBS(SUB)
 static sub_fn *const subs[SUB_NV + 1][MAX_TB + 1] = {SUBS(SUB_ENTRY)};
 static const int64_t tb_max[SUB_NV + 1] = {0, 7, 6};
 
+/* The reuse shape of nt taps at offsets toff (0: none). */
+static int64_t reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
+    if ((nt != 3 && nt != 5 && nt != 7) || step > 2) return 0;
+    for (int64_t t = 1; t < nt; t++)
+        if (toff[t] != toff[0] + t * cs) return 0;
+    return nt;
+}
+
 void nconv_f32_dwtile_bw__avx2(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr, const float *const *rows,
                                  int64_t nt, const int64_t *toff, const float *dy, float *acc) {
-    const int64_t nv = cw / VL;
+    const int64_t nv = cw / VL, kt = reuse_taps(nt, toff, cs, step);
+    if (kt) {
+        for (int64_t v0 = 0; v0 < nv; v0 += NV_REUSE) {
+            const int64_t sv = nv - v0 < NV_REUSE ? nv - v0 : NV_REUSE, c0 = v0 * VL;
+            for (int64_t r = 0; r < nr; r++)
+                reuses[kt / 2 - 1][step - 1][sv](n, rows[r] + toff[0] + c0, cs, dy + c0, cw, acc + r * nt * cw + c0);
+        }
+        return;
+    }
     for (int64_t v0 = 0; v0 < nv; v0 += SUB_NV) {
         const int64_t sv = nv - v0 < SUB_NV ? nv - v0 : SUB_NV, c0 = v0 * VL;
         for (int64_t r = 0; r < nr; r++)
