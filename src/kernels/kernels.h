@@ -203,6 +203,10 @@ typedef nconv_f32_chsum_t *nconv_f32_chsum_fn;
  * except for the payload of a NaN. */
 typedef void nconv_convert16_t(int64_t n, const void *src, void *dst, int to_f32);
 typedef nconv_convert16_t *nconv_convert16_fn;
+/* For the vector kernels: keeps a loaded vector in a register. Compilers otherwise fold the load
+ * into each of its FMAs, a load per use, which a kernel built to read each input once defeats. */
+#define NCONV_IN_REGISTER(v) __asm__("" : "+v"(v))
+
 typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
 enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 

@@ -51,7 +51,10 @@ INLINE void reuse_tile(const int KT, const int SP, const int NV, const int UR, i
         for (int q = 0; q < (UR - 1) * SP + KT; q++, x += cs) {
             __m512 xv[NV_REUSE];
 #pragma GCC unroll 2
-            for (int b = 0; b < NV; b++) xv[b] = _mm512_loadu_ps(x + b * VL);
+            for (int b = 0; b < NV; b++) {
+                xv[b] = _mm512_loadu_ps(x + b * VL);
+                NCONV_IN_REGISTER(xv[b]);
+            }
 #pragma GCC unroll 8
             for (int i = 0; i < UR; i++) {
                 const int t = q - i * SP;

@@ -18,23 +18,30 @@ enum { VL = 16, NV_REUSE = 2, SUB_NV = 4, MAX_TB = 7, MAX_SUMS = 24 };
  * dy + i * cw, tap t's sums at acc + t * cw. */
 INLINE void reuse_sums(const int KT, const int SP, const int NV, int64_t n, const float *x, int64_t cs,
                        const float *dy, int64_t cw, float *acc) {
-    const int PS = KT * NV <= 6 ? 2 : 1, UR = NV == 2 ? 6 : 8;
+    const int PS = KT * NV <= 6 ? 2 : 1, UR = 7; /* rows are mostly sevens: 7, 14, 28, 56, 112 */
     __m512 s[2 * 7 * NV_REUSE];
 #pragma GCC unroll 28
     for (int j = 0; j < PS * KT * NV; j++) s[j] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + UR <= n; i += UR) {
         __m512 d[8 * NV_REUSE];
+        const float *dp = dy + i * cw;
 #pragma GCC unroll 8
-        for (int u = 0; u < UR; u++)
+        for (int u = 0; u < UR; u++, dp += cw)
 #pragma GCC unroll 2
-            for (int b = 0; b < NV; b++) d[u * NV + b] = _mm512_loadu_ps(dy + (i + u) * cw + b * VL);
+            for (int b = 0; b < NV; b++) {
+                d[u * NV + b] = _mm512_loadu_ps(dp + b * VL);
+                NCONV_IN_REGISTER(d[u * NV + b]);
+            }
         const float *xq = x + i * SP * cs;
 #pragma GCC unroll 21
         for (int q = 0; q < (UR - 1) * SP + KT; q++, xq += cs) {
             __m512 xv[NV_REUSE];
 #pragma GCC unroll 2
-            for (int b = 0; b < NV; b++) xv[b] = _mm512_loadu_ps(xq + b * VL);
+            for (int b = 0; b < NV; b++) {
+                xv[b] = _mm512_loadu_ps(xq + b * VL);
+                NCONV_IN_REGISTER(xv[b]);
+            }
 #pragma GCC unroll 8
             for (int u = 0; u < UR; u++) {
                 const int t = q - u * SP;
