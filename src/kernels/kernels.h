@@ -138,6 +138,14 @@ typedef void nconv_f32_dwtile_bw_t(int64_t cw, int64_t cs, int64_t step, int64_t
                                        const float *const *rows, int64_t nt, const int64_t *toff, const float *dy,
                                        float *acc);
 typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
+/* For the vector dwtile kernels: 3, 5 or 7 taps one column apart at pixel step 1 or 2 (the shapes
+ * with code of their own), their count; else 0. */
+static inline int64_t nconv__dw_reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
+    if ((nt != 3 && nt != 5 && nt != 7) || step > 2) return 0;
+    for (int64_t t = 1; t < nt; t++)
+        if (toff[t] != toff[0] + t * cs) return 0;
+    return nt;
+}
 
 /*
  * Backward-weights of small groups (q = input = output channels per group,

@@ -128,14 +128,6 @@ ANYS(ANY)
 static any_fn *const anys[NV_ANY + 1][MAX_UR + 1] = {ANYS(ANY_ENTRY)};
 static const int64_t any_ur[NV_ANY + 1] = {0, 8, 6};
 
-/* The reuse shape of nt taps at offsets toff (0: none). */
-static int64_t reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
-    if ((nt != 3 && nt != 5 && nt != 7) || step > 2) return 0;
-    for (int64_t t = 1; t < nt; t++)
-        if (toff[t] != toff[0] + t * cs) return 0;
-    return nt;
-}
-
 /* The next tile of the n - p pixels left: whole tiles of 8, or of 7 where the row is sevens. */
 static int64_t tile_width(int64_t n, int64_t p) {
     const int64_t left = n - p;
@@ -146,7 +138,7 @@ static int64_t tile_width(int64_t n, int64_t p) {
 void nconv_f32_dwtile__avx2(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr, const float *const *rows,
                               const float *const *w, int64_t ws, int64_t nt, const int64_t *toff, const float *init, float *out,
                               int64_t os, int64_t nc, int relu) {
-    const int64_t nv = cw / VL, kt = reuse_taps(nt, toff, cs, step);
+    const int64_t nv = cw / VL, kt = nconv__dw_reuse_taps(nt, toff, cs, step);
     const __m256i mlast = nconv__avx2_mask(nc - (nv - 1) * VL);
     if (kt) {
         for (int64_t p = 0, u; p < n; p += u) {

@@ -145,17 +145,9 @@ SUBS(SUB)
 static sub_fn *const subs[SUB_NV + 1][MAX_TB + 1] = {SUBS(SUB_ENTRY)};
 static const int64_t tb_max[SUB_NV + 1] = {0, 7, 6};
 
-/* The reuse shape of nt taps at offsets toff (0: none). */
-static int64_t reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
-    if ((nt != 3 && nt != 5 && nt != 7) || step > 2) return 0;
-    for (int64_t t = 1; t < nt; t++)
-        if (toff[t] != toff[0] + t * cs) return 0;
-    return nt;
-}
-
 void nconv_f32_dwtile_bw__avx2(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr, const float *const *rows,
                                  int64_t nt, const int64_t *toff, const float *dy, float *acc) {
-    const int64_t nv = cw / VL, kt = reuse_taps(nt, toff, cs, step);
+    const int64_t nv = cw / VL, kt = nconv__dw_reuse_taps(nt, toff, cs, step);
     if (kt) {
         for (int64_t v0 = 0; v0 < nv; v0 += NV_REUSE) {
             const int64_t sv = nv - v0 < NV_REUSE ? nv - v0 : NV_REUSE, c0 = v0 * VL;
