@@ -78,8 +78,6 @@ static inline int64_t block_cw(const dw_geo *g, int64_t b) {
     return g->cpad - c0 < g->nvb * g->vl ? g->cpad - c0 : g->nvb * g->vl;
 }
 
-static inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 /* Buffer columns of a segment of n output pixels, and bwd_d's left padding. */
 static int64_t seg_cols(const nconv_core *c, int bwd_d, int64_t n, int64_t *lpad) {
     const int64_t s = c->s[2], d = c->d[2], k = c->k[2];
@@ -92,7 +90,7 @@ static int64_t seg_cols(const nconv_core *c, int bwd_d, int64_t n, int64_t *lpad
     for (int64_t i0 = 0; i0 < s; i0++)
         for (int64_t t = 0; t < k; t++) {
             const int64_t num = i0 + c->pb[2] - t * d;
-            if (floor_div(num, s) * s != num) continue;
+            if (num % s) continue; /* the tap does not reach this residue */
             const int64_t e = num / s;
             emin = e < emin ? e : emin, emax = e > emax ? e : emax;
         }
