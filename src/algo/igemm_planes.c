@@ -12,8 +12,9 @@
  * Tile rows are output-side channels (A = the weights, packed [tile][k][6]
  * once per call), tile columns 16 pixels: B holds, per reduction row, the
  * 16 input values the pixels read (one line of an input plane for 1x1, a
- * gather otherwise: an im2col of 16 pixels, cheap when the reduction is
- * short), computed by the packed 6 x 16 micro-kernel, which also starts
+ * gather otherwise: an im2col of the unit's pixels, cheap when the reduction
+ * is short, from input rows copied once per output row and split by column
+ * phase), computed by the packed 6 x 16 micro-kernel, which also starts
  * each row at its bias and applies relu. Going through NHWC instead costs
  * two transposes of the activations, more memory traffic than the GEMM
  * itself when channels are few or the output is much larger than the input.
@@ -32,7 +33,7 @@ enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { K_BLOCK = 256 };        /* reduction rows per block */
 enum { B_FLOATS = 32768 };     /* the packed B of a unit: 128 KiB, in L2 */
 enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: the NHWC path takes them */
-enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per tile */
+enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per unit */
 enum { KGROUP = 8 };           /* 1x1: planes copied into B together (see run_task) */
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
@@ -49,8 +50,11 @@ static int is_1x1(const nconv_core *c) {
     return 1;
 }
 
-/* Per thread: the packed B panel, then the B rows of the current (image, group). */
-static size_t scratch_bytes(int64_t red) { return sizeof(float) * B_FLOATS + sizeof(float *) * (size_t)red; }
+static int64_t row_floats(const nconv_core *c);
+/* Per thread: the packed B panel, the gather's row scratch, then the B rows of the current (image, group). */
+static size_t scratch_bytes(const nconv_core *c, int64_t red) {
+    return sizeof(float) * (size_t)(B_FLOATS + row_floats(c)) + sizeof(float *) * (size_t)red;
+}
 
 static int64_t bw_block(const nconv_core *c);
 static int64_t bw_chunks(const nconv_core *c);
@@ -84,7 +88,7 @@ static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int thr
     dims(c, dir, &rows, &red);
     const size_t apack = sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
     const size_t init = sizeof(float) * (size_t)(c->G * rows);
-    return nconv__ws_round(apack) + nconv__ws_round(init) + (size_t)threads * nconv__ws_round(scratch_bytes(red));
+    return nconv__ws_round(apack) + nconv__ws_round(init) + (size_t)threads * nconv__ws_round(scratch_bytes(c, red));
 }
 
 typedef struct planes_ctx {
@@ -99,7 +103,7 @@ typedef struct planes_ctx {
     const nconv_view *src, *out, *z;
     double alpha;
     int relu;
-    char *scratch; /* per thread, scratch_bytes(red) rounded */
+    char *scratch; /* per thread, scratch_bytes(c, red) rounded */
 } planes_ctx;
 
 /* apack[g][t][k][r] = A[t * MR + r][k] of group g (zero past the rows). */
@@ -149,36 +153,78 @@ static void pack_task(void *arg, int tid, int nthreads) {
     }
 }
 
-/* B rows k0 .. k0 + kc of the tile of output pixels [p0, p0 + nc) by
- * gather: d[k][j] = x[c][pix(p0 + j, t)] (zero outside, or the padding
- * mode's element), k = c * KS + t; xg is image n, group g. Pixels are taken
- * in runs along the output row, so the tap's input row is found once per
- * run. */
-static void gather_tile(const nconv_core *c, const nconv_view *x, const float *xg, int64_t p0, int64_t nc, int64_t k0,
-                        int64_t kc, float *d) {
-    const int64_t KS = nconv__core_kernel_spatial(c), OW = c->out[2];
-    for (int64_t k = k0; k < k0 + kc; k++, d += NR) {
-        const int64_t ci = k / KS, t = k % KS, t2 = t % c->k[2], t1 = (t / c->k[2]) % c->k[1], t0 = t / (c->k[1] * c->k[2]);
-        const float *xc = xg + ci * x->stride[1];
-        for (int64_t j = 0; j < nc;) {
-            const int64_t p = p0 + j, ow = p % OW, oh = (p / OW) % c->out[1], od = p / (OW * c->out[1]);
-            const int64_t run = OW - ow < nc - j ? OW - ow : nc - j;
+/* Floats of a thread's row scratch for the gather: one padded input row of a whole output row's
+ * reach, and its columns split by phase of the W stride (the phases one column apart each). */
+static int64_t row_floats(const nconv_core *c) {
+    const int64_t reach = (c->out[2] - 1) * c->s[2] + (c->k[2] - 1) * c->d[2] + 1;
+    return 2 * (reach + c->s[2]);
+}
+
+/* B rows k0 .. k0 + kc of the unit's output pixels [q0, q1), tiles of NR from q0:
+ *   b[(p - q0) / NR][k - k0][(p - q0) % NR] = x[ci][pix(p, t)], k = ci * KS + t,
+ * zero outside x (or the padding mode's element) and past q1. Along an output row, tap t's pixels
+ * read one input row at stride s[2]: that row is copied once per (row segment, ci, t0, t1),
+ * padded, and split into its column phases, so each tap's run of pixels is one contiguous copy
+ * (an element-by-element gather cost several times the GEMM). xg is image n, group g. */
+static void gather_unit(const nconv_core *c, const nconv_view *x, const float *xg, int64_t q0, int64_t q1,
+                        int64_t k0, int64_t kc, float *b, float *rowbuf) {
+    const int64_t KS = nconv__core_kernel_spatial(c), KW = c->k[2], OW = c->out[2];
+    const int64_t s = c->s[2], dl = c->d[2], IW = c->in[2];
+    for (int64_t p = q0; p < q1;) { /* one output row segment [p, p + run) */
+        const int64_t ow0 = p % OW, oh = (p / OW) % c->out[1], od = p / (OW * c->out[1]);
+        const int64_t run = OW - ow0 < q1 - p ? OW - ow0 : q1 - p;
+        const int64_t base = ow0 * s - c->pb[2], len = (run - 1) * s + (KW - 1) * dl + 1;
+        const int64_t plen = nconv__div_up(len, s); /* floats per phase */
+        for (int64_t kr = k0 / KW; kr * KW < k0 + kc; kr++) { /* (ci, t0, t1) */
+            const int64_t ci = kr / (KS / KW), tr = kr % (KS / KW), t1 = tr % c->k[1], t0 = tr / c->k[1];
             const int64_t id = nconv__map_index(od * c->s[0] - c->pb[0] + t0 * c->d[0], c->in[0], c->mode);
             const int64_t ih = nconv__map_index(oh * c->s[1] - c->pb[1] + t1 * c->d[1], c->in[1], c->mode);
-            if (id < 0 || ih < 0) {
-                memset(d + j, 0, sizeof(float) * (size_t)run);
-            } else {
-                const float *row = xc + id * x->stride[2] + ih * x->stride[3];
-                int64_t iw = ow * c->s[2] - c->pb[2] + t2 * c->d[2];
-                for (int64_t q = 0; q < run; q++, iw += c->s[2]) {
-                    const int64_t m = iw >= 0 && iw < c->in[2] ? iw : nconv__map_index(iw, c->in[2], c->mode);
-                    d[j + q] = m < 0 ? 0.0f : row[m];
+            const float *ph = rowbuf;
+            if (id >= 0 && ih >= 0) {
+                const float *row = xg + ci * x->stride[1] + id * x->stride[2] + ih * x->stride[3];
+                float *xp = s == 1 ? rowbuf : rowbuf + s * plen; /* xp[j]: column base + j */
+                /* columns [lo, hi) lie in x; the others are padding */
+                const int64_t lo = base >= 0 ? 0 : -base < len ? -base : len;
+                const int64_t hi = IW - base < lo ? lo : IW - base < len ? IW - base : len;
+                if (hi > lo) memcpy(xp + lo, row + base + lo, sizeof(float) * (size_t)(hi - lo));
+                for (int64_t j = lo > 0 ? 0 : hi; j < len; j = j + 1 == lo ? hi : j + 1) {
+                    const int64_t m = nconv__map_index(base + j, IW, c->mode);
+                    xp[j] = m < 0 ? 0.0f : row[m];
+                }
+                if (s == 2) {
+                    for (int64_t i = 0; i < len / 2; i++) {
+                        rowbuf[i] = xp[2 * i];
+                        rowbuf[plen + i] = xp[2 * i + 1];
+                    }
+                    if (len % 2) rowbuf[len / 2] = xp[len - 1];
+                } else if (s > 2) {
+                    for (int64_t f = 0; f < s; f++)
+                        for (int64_t i = 0; i * s + f < len; i++) rowbuf[f * plen + i] = xp[i * s + f];
                 }
             }
-            j += run;
+            for (int64_t t2 = 0; t2 < KW; t2++) {
+                const int64_t k = kr * KW + t2;
+                if (k < k0 || k >= k0 + kc) continue;
+                const float *src = ph + ((t2 * dl) % s) * plen + (t2 * dl) / s;
+                for (int64_t j = 0; j < run;) { /* pieces within one tile */
+                    const int64_t at = p - q0 + j, piece = NR - at % NR < run - j ? NR - at % NR : run - j;
+                    float *d = b + (at / NR * kc + (k - k0)) * NR + at % NR;
+                    /* (a fixed size where it can be: a variable one became `rep movs`, slow for 64 bytes) */
+                    if (id < 0 || ih < 0)
+                        memset(d, 0, sizeof(float) * (size_t)piece);
+                    else if (piece == NR)
+                        memcpy(d, src + j, sizeof(float) * NR);
+                    else
+                        for (int64_t q = 0; q < piece; q++) d[q] = src[j + q];
+                    j += piece;
+                }
+            }
         }
-        for (int64_t j = nc; j < NR; j++) d[j] = 0.0f;
+        p += run;
     }
+    const int64_t tail = (q1 - q0) % NR; /* the last tile's columns past q1 */
+    if (tail)
+        for (int64_t k = 0; k < kc; k++) memset(b + ((q1 - q0) / NR * kc + k) * NR + tail, 0, sizeof(float) * (size_t)(NR - tail));
 }
 
 /* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages
@@ -189,9 +235,10 @@ static void run_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_core *c = pc->e->c;
     const nconv_view *src = pc->src, *out = pc->out, *z = pc->z;
-    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(pc->red));
+    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->red));
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
-    const float **brows = (const float **)(bpack + B_FLOATS);
+    float *rowbuf = bpack + B_FLOATS;
+    const float **brows = (const float **)(rowbuf + row_floats(c));
     const int64_t ldc = out->stride[1];
     const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
     int64_t u0, u1;
@@ -215,9 +262,7 @@ static void run_task(void *arg, int tid, int nthreads) {
             }
         for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
             const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
-            if (pc->gather)
-                for (int64_t p0 = q0; p0 < q1; p0 += NR)
-                    gather_tile(c, src, sg, p0, q1 - p0 < NR ? q1 - p0 : NR, k0, kc, bpack + (p0 - q0) / NR * kc * NR);
+            if (pc->gather) gather_unit(c, src, sg, q0, q1, k0, kc, bpack, rowbuf);
             /* Planes in groups of KGROUP: each tile's rows of the group are one contiguous run
              * of bpack (a k at a time, the stores would go to every tile, 16 KiB apart). */
             for (int64_t kg = 0; kg < kc && !pc->gather; kg += KGROUP) {
@@ -274,7 +319,7 @@ static nconv_status planes_run(const nconv_exec *e) {
     const int threads = e->threads;
     pc.apack = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
-    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(pc.red)));
+    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.red)));
     if (!pc.apack || !init || !pc.scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     const int fwd = e->dir == NCONV_DIR_FWD;
