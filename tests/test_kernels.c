@@ -403,9 +403,9 @@ static void sweep_igemm_planes_np(const nconv_kernels *k, uint64_t *rng) {
 }
 
 /* transpose: every element moved exactly, nothing written outside rows x cols of dst,
- * over sizes around the 8 x 8 tiles and 32 x 32 blocks. */
+ * over sizes around the 8 x 8 and 16 x 16 tiles and 32 x 32 blocks. */
 static void sweep_transpose(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t sz[] = {1, 5, 8, 9, 31, 32, 33, 47, 70};
+    const int64_t sz[] = {1, 5, 7, 8, 9, 14, 15, 16, 17, 31, 32, 33, 47, 70};
     enum { N = sizeof sz / sizeof sz[0] };
     for (int ri = 0; ri < N; ri++)
         for (int ci = 0; ci < N; ci++) {

@@ -1,47 +1,56 @@
 /*
  * f32 matrix transpose, AVX2: dst[j][i] = src[i][j] for i < rows, j < cols,
  * in 8 x 8 register tiles (unpack, shuffle, lane permute) over 32 x 32
- * blocks; edges scalar.
+ * blocks; partial tiles at the edges through masked loads and stores, so
+ * that narrow matrices (the rows of small planes) move in vectors too.
  * Converts between NCHW and NHWC around the channels-last engine.
  */
 #include "../kernels.h"
+#include "avx2_util.h"
 
 #include <immintrin.h>
 
 enum { TB = 32 };
 
-static void tile_8x8(const float *src, int64_t lds, float *dst, int64_t ldd) {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
-           r3 = _mm256_loadu_ps(src + 3 * lds), r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds),
-           r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    r0 = _mm256_shuffle_ps(t0, t2, 0x44), r1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    r2 = _mm256_shuffle_ps(t1, t3, 0x44), r3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    r4 = _mm256_shuffle_ps(t4, t6, 0x44), r5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    r6 = _mm256_shuffle_ps(t5, t7, 0x44), r7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(r0, r4, 0x20));
-    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(r1, r5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(r2, r6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(r3, r7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(r0, r4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(r1, r5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(r2, r6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(r3, r7, 0x31));
+/* Rows i < nr, columns j < nc of a tile (8 and 8: a whole one). */
+static inline __attribute__((always_inline)) void tile_8x8(const float *src, int64_t lds, float *dst, int64_t ldd, int64_t nr, int64_t nc) {
+    __m256 r[8];
+    if (nr == 8 && nc == 8) {
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
+    } else {
+        const __m256i m = nconv__avx2_mask(nc);
+        for (int i = 0; i < 8; i++) r[i] = i < nr ? _mm256_maskload_ps(src + i * lds, m) : _mm256_setzero_ps();
+    }
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]),
+                 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]),
+                 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]),
+                 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+                 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+                 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+                 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+    if (nr == 8 && nc == 8) {
+        for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + j * ldd, r[j]);
+    } else {
+        const __m256i m = nconv__avx2_mask(nr);
+        for (int j = 0; j < nc; j++) _mm256_maskstore_ps(dst + j * ldd, m, r[j]);
+    }
 }
 
 /* 8 x 8 tiles over a block of at most TB x TB. */
 static void transpose_block(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd) {
-    int64_t i = 0;
-    for (; i + 8 <= rows; i += 8) {
-        int64_t j = 0;
-        for (; j + 8 <= cols; j += 8) tile_8x8(src + i * lds + j, lds, dst + j * ldd + i, ldd);
-        for (; j < cols; j++)
-            for (int64_t r = 0; r < 8; r++) dst[j * ldd + i + r] = src[(i + r) * lds + j];
+    const int64_t r8 = rows - rows % 8, c8 = cols - cols % 8;
+    /* whole tiles by a call with constant sizes, which the compiler folds to plain loads and stores */
+    for (int64_t i = 0; i < r8; i += 8) {
+        for (int64_t j = 0; j < c8; j += 8) tile_8x8(src + i * lds + j, lds, dst + j * ldd + i, ldd, 8, 8);
+        if (c8 < cols) tile_8x8(src + i * lds + c8, lds, dst + c8 * ldd + i, ldd, 8, cols - c8);
     }
-    for (; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) dst[j * ldd + i] = src[i * lds + j];
+    for (int64_t j = 0; j < cols && r8 < rows; j += 8)
+        tile_8x8(src + r8 * lds + j, lds, dst + j * ldd + r8, ldd, rows - r8, cols - j < 8 ? cols - j : 8);
 }
 
 /* Blocks of 32 x 32: each source and destination row of a block is two whole
