@@ -224,7 +224,8 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, const float *x
     }
     const int64_t tail = (q1 - q0) % NR; /* the last tile's columns past q1 */
     if (tail)
-        for (int64_t k = 0; k < kc; k++) memset(b + ((q1 - q0) / NR * kc + k) * NR + tail, 0, sizeof(float) * (size_t)(NR - tail));
+        for (int64_t k = 0; k < kc; k++)
+            memset(b + ((q1 - q0) / NR * kc + k) * NR + tail, 0, sizeof(float) * (size_t)(NR - tail));
 }
 
 /* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages

@@ -13,7 +13,8 @@
 enum { TB = 32 };
 
 /* Rows i < nr, columns j < nc of a tile (8 and 8: a whole one). */
-static inline __attribute__((always_inline)) void tile_8x8(const float *src, int64_t lds, float *dst, int64_t ldd, int64_t nr, int64_t nc) {
+static inline __attribute__((always_inline)) void tile_8x8(const float *src, int64_t lds, float *dst, int64_t ldd,
+                                                           int64_t nr, int64_t nc) {
     __m256 r[8];
     if (nr == 8 && nc == 8) {
         for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);

@@ -14,7 +14,8 @@
 #include <immintrin.h>
 
 /* Rows i < nr, columns j < nc of a tile (16 and 16: a whole one). */
-static inline __attribute__((always_inline)) void tile_16x16(const float *src, int64_t lds, float *dst, int64_t ldd, int64_t nr, int64_t nc) {
+static inline __attribute__((always_inline)) void tile_16x16(const float *src, int64_t lds, float *dst, int64_t ldd,
+                                                             int64_t nr, int64_t nc) {
     __m512 r[16], t[16];
     /* rows past nr load nothing (from row 0, masked off): one branchless sequence the compiler keeps in registers */
     const __mmask16 mc = nconv__avx512_mask(nc), mr = nconv__avx512_mask(nr);
