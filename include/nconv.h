@@ -1,5 +1,5 @@
 /*
- * nconv: N-dimensional convolution on CPUs.
+ * nconv: N-dimensional convolution on CPUs (and on NVIDIA GPUs through cuDNN).
  *
  * One public header. Every function returns an nconv_status; on failure the
  * calling thread's last-error message (nconv_last_error) names the offending
@@ -270,6 +270,49 @@ NCONV_API nconv_status nconv_context_set_allocator(nconv_context *ctx, const nco
  *  (with the same bits). A caller-given workspace does not count; a call
  *  given one runs on as many threads as it holds. */
 NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t bytes);
+
+/* ------------------------------------------------------------- CUDA contexts */
+
+/**
+ * A context bound to CUDA device `device`, computing through cuDNN 9's graph
+ * API (docs/cuda.md): the calls take the same problems, epilogues and strided
+ * tensors as on the CPU, with data pointers in that device's memory (or
+ * managed memory; host pointers are refused, naming the operand):
+ * nconv_forward, nconv_backward, the batched calls (the unbatched call per
+ * batch entry), nconv_double_backward, nconv_forward_jvp and plans (weights
+ * given to a plan are copied to device memory it owns). Not on a CUDA context
+ * (NCONV_UNSUPPORTED, naming the call): complex dtypes and
+ * nconv_workspace_size; nconv_algorithm_chosen answers "cudnn".
+ *
+ * Calls are enqueued on the context's stream (the default stream until
+ * nconv_context_set_stream) and return without waiting for the device: the
+ * results are ready once the stream has reached them. Device memory for
+ * temporaries and cuDNN's workspace comes from the context's allocator, which
+ * must then return device memory (default: cudaMalloc / cudaFree); the
+ * context keeps it between calls within its memory limit, or a call uses the
+ * workspace it is given (too small: NCONV_OUT_OF_MEMORY, naming the size it
+ * needs). Per cuDNN graph the context keeps an execution plan, chosen once
+ * under its policy (heuristic: cuDNN's first engine that is allowed;
+ * benchmark: the fastest of them, timed on the first call's operands). A
+ * deterministic context (the default) excludes cuDNN's non-deterministic
+ * engines; f32 excludes TF32 tensor-core engines unless
+ * nconv_context_set_allow_tf32 allows them. f16 and bf16 accumulate in f32,
+ * f64 in f64.
+ *
+ * The library loads libcudart.so.13 and libcudnn.so.9 when the first CUDA
+ * context is made (the environment's NCONV_CUDART_LIBRARY and
+ * NCONV_CUDNN_LIBRARY name other files), and libcuda.so.1 when a padding mode
+ * first needs its kernels. Without them, without a device or in a build
+ * without the backend, this fails with NCONV_UNSUPPORTED and says why.
+ */
+NCONV_API nconv_status nconv_context_create_cuda(nconv_context **ctx, int device);
+/** The CUDA stream (a cudaStream_t; NULL: the default stream) of a CUDA context's calls. */
+NCONV_API nconv_status nconv_context_set_stream(nconv_context *ctx, void *stream);
+/** Whether f32 calls of a CUDA context may use TF32 tensor cores (default 0, as PyTorch's
+ *  torch.backends.cudnn.allow_tf32 = False). */
+NCONV_API nconv_status nconv_context_set_allow_tf32(nconv_context *ctx, int allow);
+/** The CUDA device of ctx, or -1 for a CPU context (or ctx NULL). */
+NCONV_API nconv_status nconv_context_device(const nconv_context *ctx, int *device);
 
 /** Number of algorithms and their names, preference order, reference last. */
 NCONV_API int nconv_algorithm_count(void);

@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define INVALID(...) nconv__error(NCONV_INVALID_ARGUMENT, "nconv: " __VA_ARGS__)
@@ -91,6 +92,20 @@ static nconv_status plan_build(nconv_plan *pl, nconv_context *ctx, const nconv_p
     return st;
 }
 
+/* A plan on a CUDA context: the problem and op validated, its operands' graphs chosen at the
+ * first execution and kept by the context; weights given to it are a device copy. */
+static nconv_status cuda_plan_build(nconv_plan *pl, nconv_context *ctx, const nconv_problem *p,
+                                    const nconv_plan_desc *d) {
+    nconv_status st = check_desc(d);
+    if (st) return st;
+    pl->ctx = ctx, pl->desc = *d, pl->tmp = 0, pl->need = 0;
+    if (d->op == NCONV_OP_FORWARD) st = nconv__oplan_prepare(&pl->f, p, &d->epi, 0, 0);
+    else if (d->op == NCONV_OP_BACKWARD) st = nconv__oplan_prepare(&pl->b, p, &d->epi, 1, d->outputs);
+    else st = nconv__oplan_prepare(&pl->f, p, NULL, 0, 0);
+    if (!st) pl->p = *p;
+    return st;
+}
+
 nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const nconv_plan_desc *desc,
                                nconv_plan **plan) {
     nconv__clear_error();
@@ -98,6 +113,18 @@ nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const
     *plan = NULL;
     nconv_status st = check_desc(desc);
     if (st) return st;
+    if (nconv__ctx_cuda(ctx)) {
+        if (p && nconv__is_complex(p->dtype) && (st = nconv__ctx_cpu_only(ctx, "a complex plan"))) return st;
+        /* host memory: the context's allocator gives device memory */
+        nconv_plan *pl = calloc(1, sizeof *pl);
+        if (!pl) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: cannot allocate a plan");
+        if ((st = cuda_plan_build(pl, ctx, p, desc))) {
+            free(pl);
+            return st;
+        }
+        *plan = pl;
+        return NCONV_OK;
+    }
     /* A complex plan is the plan of its real problem (complex.c). */
     nconv_problem real;
     const int cx = p && nconv__is_complex(p->dtype);
@@ -116,6 +143,11 @@ nconv_status nconv_plan_create(nconv_context *ctx, const nconv_problem *p, const
 
 nconv_status nconv_plan_destroy(nconv_plan *plan) {
     if (!plan) return NCONV_OK;
+    if (nconv__ctx_cuda(plan->ctx)) {
+        nconv__cuda_temp_free(plan->ctx, plan->wmem);
+        free(plan);
+        return NCONV_OK;
+    }
     nconv__free(plan->ctx, plan->wmem);
     nconv__free(plan->ctx, plan);
     return NCONV_OK;
@@ -134,15 +166,29 @@ nconv_status nconv_plan_reshape(nconv_plan *plan, int64_t batch) {
     nconv_problem p = plan->p;
     p.batch = batch;
     nconv_plan t = *plan;
-    nconv_status st = plan_build(&t, plan->ctx, &p, &plan->desc, 0, 1);
+    nconv_status st = nconv__ctx_cuda(plan->ctx) ? cuda_plan_build(&t, plan->ctx, &p, &plan->desc)
+                                                 : plan_build(&t, plan->ctx, &p, &plan->desc, 0, 1);
     if (!st) *plan = t;
     return st;
 }
+
+static const nconv_oplan *weights_part(const nconv_plan *pl, nconv_direction *dir);
 
 nconv_status nconv_plan_algorithm(const nconv_plan *plan, nconv_direction dir, const char **name) {
     if (!plan) return INVALID("plan is NULL");
     if (!name) return INVALID("name is NULL");
     if ((unsigned)dir > NCONV_DIR_BWD_W) return INVALID("dir = %d: not a direction", (int)dir);
+    if (nconv__ctx_cuda(plan->ctx)) { /* cuDNN's engines, chosen per graph */
+        nconv_direction wdir;
+        const int reads_w = weights_part(plan, &wdir) != NULL;
+        const unsigned outs = plan->desc.outputs;
+        const int runs = plan->desc.op == NCONV_OP_FORWARD ? dir == nconv__oplan_fwd_dir(&plan->f)
+                         : plan->desc.op == NCONV_OP_BACKWARD
+                             ? (dir == NCONV_DIR_BWD_W && (outs & NCONV_OUT_DW)) || (reads_w && dir == wdir)
+                             : 1;
+        *name = runs ? "cudnn" : NULL;
+        return NCONV_OK;
+    }
     const nconv_algo *a = plan->f.algo[dir] ? plan->f.algo[dir] : plan->b.algo[dir];
     *name = a ? a->name : NULL;
     return NCONV_OK;
@@ -172,8 +218,50 @@ nconv_status nconv_plan_set_weights(nconv_plan *plan, const nconv_tensor *w, con
                                : nconv__plan_set_weights_real(plan, w, bias);
 }
 
+/* A CUDA plan's weights: dense device copies of w (in its order of channels and taps) and bias. */
+static nconv_status cuda_set_weights(nconv_plan *plan, const nconv_oplan *o, const nconv_tensor *w,
+                                     const nconv_tensor *bias) {
+    const nconv_problem *p = &o->p;
+    const int r = p->ndims + 2;
+    const int64_t oc = p->out_channels;
+    const size_t es = nconv_dtype_size(p->dtype);
+    int64_t nw = 1;
+    for (int i = 0; i < r; i++) nw *= o->ws[i];
+    const size_t wbytes = nconv__ws_round(es * (size_t)nw), bbytes = bias ? nconv__ws_round(es * (size_t)oc) : 0;
+    char *mem = nconv__cuda_temp(plan->ctx, wbytes + bbytes);
+    if (!mem) return NCONV_OUT_OF_MEMORY;
+    nconv_tensor wt, bt;
+    const int channels_inner = r > 2 && w->stride[1] == 1 && w->stride[r - 1] != 1;
+    nconv_tensor_init(&wt, mem, r, o->ws, channels_inner ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX);
+    nconv_status st = nconv__cuda_pointwise(plan->ctx, p, o->ws, w, NULL, NULL, NULL, 1.0, &wt);
+    if (!st && bias) { /* the bias as a [1, oc, 1...] activation */
+        int64_t shape[NCONV_MAX_DIMS] = {1, oc, 1, 1, 1};
+        nconv_tensor b = *bias;
+        for (int i = 0; i < r; i++) b.stride[i] = i == 1 ? bias->stride[0] : oc * bias->stride[0];
+        nconv_tensor_init(&bt, mem + wbytes, r, shape, NCONV_LAYOUT_NCX);
+        st = nconv__cuda_pointwise(plan->ctx, p, shape, &b, NULL, NULL, NULL, 1.0, &bt);
+        nconv_tensor_init(&bt, mem + wbytes, 1, &oc, NCONV_LAYOUT_NCX);
+    }
+    if (st) {
+        nconv__cuda_temp_free(plan->ctx, mem);
+        return st;
+    }
+    nconv__cuda_temp_free(plan->ctx, plan->wmem);
+    plan->wmem = mem;
+    plan->has_w = 1, plan->w = wt;
+    plan->has_bias = bias != NULL;
+    if (bias) plan->bias = bt;
+    return NCONV_OK;
+}
+
 nconv_status nconv__plan_set_weights_real(nconv_plan *plan, const nconv_tensor *w, const nconv_tensor *bias) {
     if (!w) {
+        if (nconv__ctx_cuda(plan->ctx)) {
+            if (bias) return INVALID("bias is given without w");
+            nconv__cuda_temp_free(plan->ctx, plan->wmem);
+            plan->wmem = NULL, plan->has_w = plan->has_bias = 0;
+            return NCONV_OK;
+        }
         if (bias) return INVALID("bias is given without w");
         drop_weights(plan);
         return NCONV_OK;
@@ -188,6 +276,7 @@ nconv_status nconv__plan_set_weights_real(nconv_plan *plan, const nconv_tensor *
     const nconv_operand_check chk[] = {{"w", w, r, o->ws, 0, 0, 0}, {"bias", bias, 1, &oc, 0, 0, 0}};
     nconv_status st = nconv__check_operands(p->dtype, chk, 2);
     if (st) return st;
+    if (nconv__ctx_cuda(plan->ctx)) return cuda_set_weights(plan, o, w, bias);
     const size_t es = nconv_dtype_size(p->dtype);
     int64_t nw = 1;
     for (int i = 0; i < r; i++) nw *= o->ws[i];
@@ -260,11 +349,41 @@ nconv_status nconv_plan_execute(const nconv_plan *pl, const nconv_variant_pack *
     return pl->complex_dtype ? nconv__complex_plan_execute(pl, vp) : nconv__plan_execute_real(pl, vp);
 }
 
+/* A CUDA plan's execution: the one-shot call of its op, with the plan's weights. */
+static nconv_status cuda_execute(const nconv_plan *pl, const nconv_variant_pack *vp, const nconv_tensor *w) {
+    nconv_problem p = pl->p;
+    const nconv_epilogue *epi = &pl->desc.epi;
+    if (pl->desc.op == NCONV_OP_FORWARD) {
+        const nconv_tensor *bias = vp->bias || vp->w ? vp->bias : pl->has_bias ? &pl->bias : NULL;
+        return nconv_forward(pl->ctx, &p, epi, vp->x, w, bias, vp->z, vp->y, vp->workspace, vp->workspace_size);
+    }
+    if (pl->desc.op == NCONV_OP_BACKWARD) {
+        nconv_status st = nconv__check_outputs((vp->dx ? NCONV_OUT_DX : 0u) | (vp->dw ? NCONV_OUT_DW : 0u) |
+                                                   (vp->db ? NCONV_OUT_DB : 0u) | (vp->dz ? NCONV_OUT_DZ : 0u),
+                                               pl->desc.outputs);
+        return st ? st
+                  : nconv_backward(pl->ctx, &p, epi, vp->x, w, vp->y, vp->dy, vp->dx, vp->dw, vp->db, vp->dz,
+                                   vp->workspace, vp->workspace_size);
+    }
+    const nconv_status st = nconv__check_outputs((vp->ggy ? NCONV_OUT_GGY : 0u) | (vp->gx ? NCONV_OUT_GX : 0u) |
+                                                     (vp->gw ? NCONV_OUT_GW : 0u),
+                                                 pl->desc.outputs);
+    return st ? st
+              : nconv_double_backward(pl->ctx, &p, vp->x, w, vp->dy, vp->ggx, vp->ggw, vp->ggb, vp->ggy, vp->gx,
+                                      vp->gw);
+}
+
 nconv_status nconv__plan_execute_real(const nconv_plan *pl, const nconv_variant_pack *vp) {
     nconv_status st;
-    if (pl->desc.op == NCONV_OP_DOUBLE_BACKWARD) return nconv__double_run(pl, vp);
     /* The plan's weights where the call gives none (its bias too, unless the call gives one). */
     const nconv_tensor *w = vp->w ? vp->w : pl->has_w ? &pl->w : NULL;
+    if (nconv__ctx_cuda(pl->ctx)) {
+        if (pl->desc.op == NCONV_OP_FORWARD && !w)
+            return INVALID("w is NULL and the plan has no weights (see nconv_plan_set_weights)");
+        if (vp->z && !pl->desc.with_z) return INVALID("z is given, but the plan was made without it (desc with_z = 0)");
+        return cuda_execute(pl, vp, w);
+    }
+    if (pl->desc.op == NCONV_OP_DOUBLE_BACKWARD) return nconv__double_run(pl, vp);
     if (pl->desc.op == NCONV_OP_FORWARD) {
         const nconv_tensor *bias = vp->bias || vp->w ? vp->bias : pl->has_bias ? &pl->bias : NULL;
         if (!w) return INVALID("w is NULL and the plan has no weights (see nconv_plan_set_weights)");
@@ -310,6 +429,8 @@ nconv_status nconv__workspace_within(nconv_context *ctx, const nconv_problem *p,
 
 nconv_status nconv_workspace_size(nconv_context *ctx, const nconv_problem *p, nconv_op op,
                                   const nconv_epilogue *epi, size_t *bytes) {
+    nconv_status cuda_st = nconv__ctx_cpu_only(ctx, "nconv_workspace_size");
+    if (cuda_st) return cuda_st;
     return nconv__workspace_within(ctx, p, op, epi, 0, bytes);
 }
 
@@ -326,13 +447,18 @@ nconv_status nconv_forward(nconv_context *ctx, const nconv_problem *p, const nco
                            const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
                            const nconv_tensor *z, const nconv_tensor *y, void *workspace, size_t workspace_size) {
     nconv__clear_error();
-    if (p && nconv__is_complex(p->dtype))
+    nconv_status st;
+    if (p && nconv__is_complex(p->dtype)) {
+        if ((st = nconv__ctx_cpu_only(ctx, "a complex nconv_forward"))) return st;
         return nconv__complex_forward(ctx, p, epi, NULL, x, w, bias, z, y, workspace, workspace_size);
+    }
     nconv_oplan o;
     nconv_fwd_ops v;
     unsigned copies[3];
-    nconv_status st = nconv__oplan_prepare(&o, p, epi, 0, 0);
+    st = nconv__oplan_prepare(&o, p, epi, 0, 0);
     if (st || (st = nconv__fwd_ops(&o, x, w, bias, z, y, &v))) return st;
+    if (nconv__ctx_cuda(ctx))
+        return nconv__cuda_forward(ctx, &o, &v, workspace, workspace_size);
     nconv__fwd_copies(&o, &v, copies);
     if ((st = nconv__oplan_choose(ctx, &o, workspace ? copies_any : copies, room_of(ctx, workspace, workspace_size),
                                   0)))
@@ -345,15 +471,20 @@ nconv_status nconv_backward(nconv_context *ctx, const nconv_problem *p, const nc
                             const nconv_tensor *dy, const nconv_tensor *dx, const nconv_tensor *dw,
                             const nconv_tensor *db, const nconv_tensor *dz, void *workspace, size_t workspace_size) {
     nconv__clear_error();
-    if (p && nconv__is_complex(p->dtype))
+    nconv_status st;
+    if (p && nconv__is_complex(p->dtype)) {
+        if ((st = nconv__ctx_cpu_only(ctx, "a complex nconv_backward"))) return st;
         return nconv__complex_backward(ctx, p, epi, NULL, x, w, y, dy, dx, dw, db, dz, workspace, workspace_size);
+    }
     nconv_oplan o;
     nconv_bwd_ops v;
     unsigned copies[3];
     const unsigned outputs = (dx ? NCONV_OUT_DX : 0u) | (dw ? NCONV_OUT_DW : 0u) | (db ? NCONV_OUT_DB : 0u) |
                              (dz ? NCONV_OUT_DZ : 0u);
-    nconv_status st = nconv__oplan_prepare(&o, p, epi, 1, outputs);
+    st = nconv__oplan_prepare(&o, p, epi, 1, outputs);
     if (st || (st = nconv__bwd_ops(&o, x, w, y, dy, dx, dw, db, dz, &v)) || !outputs) return st;
+    if (nconv__ctx_cuda(ctx))
+        return nconv__cuda_backward(ctx, &o, &v, workspace, workspace_size);
     nconv__bwd_copies(&o, &v, copies);
     if ((st = nconv__oplan_choose(ctx, &o, workspace ? copies_any : copies, room_of(ctx, workspace, workspace_size),
                                   0)))
@@ -366,16 +497,24 @@ nconv_status nconv_double_backward(nconv_context *ctx, const nconv_problem *p, c
                                    const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
                                    const nconv_tensor *gx, const nconv_tensor *gw) {
     nconv__clear_error();
-    if (p && nconv__is_complex(p->dtype))
+    nconv_status st;
+    if (p && nconv__is_complex(p->dtype)) {
+        if ((st = nconv__ctx_cpu_only(ctx, "a complex nconv_double_backward"))) return st;
         return nconv__complex_double_backward(ctx, p, NULL, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
+    }
+    if (nconv__ctx_cuda(ctx)) {
+        nconv_oplan o;
+        return (st = nconv__oplan_prepare(&o, p, NULL, 0, 0))
+                   ? st
+                   : nconv__cuda_double_backward(ctx, p, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
+    }
     nconv_plan_desc d;
     nconv_plan_desc_init(&d, NCONV_OP_DOUBLE_BACKWARD);
     const unsigned outputs = (ggy ? NCONV_OUT_GGY : 0u) | (gx ? NCONV_OUT_GX : 0u) | (gw ? NCONV_OUT_GW : 0u);
     if (outputs) d.outputs = outputs; /* else every output is planned (the problem validated), none run */
     nconv_plan pl;
     memset(&pl, 0, sizeof pl);
-    nconv_status st = plan_build(&pl, ctx, p, &d, 0, 0);
-    if (st) return st;
+    if ((st = plan_build(&pl, ctx, p, &d, 0, 0))) return st;
     const nconv_variant_pack vp = {.x = x, .w = w, .dy = dy, .ggx = ggx, .ggw = ggw, .ggb = ggb,
                                    .ggy = ggy, .gx = gx, .gw = gw};
     return nconv__double_run(&pl, &vp);
@@ -408,6 +547,11 @@ nconv_status nconv_algorithm_chosen(nconv_context *ctx, const nconv_problem *p, 
     const int cx = p && nconv__is_complex(p->dtype);
     nconv_status st = cx ? nconv__complex_problem(p, NULL, &real) : nconv_problem_validate(p);
     if (st || (st = nconv__check_isa())) return st;
+    if (nconv__ctx_cuda(ctx)) {
+        if (cx && (st = nconv__ctx_cpu_only(ctx, "a complex problem"))) return st;
+        *name = "cudnn";
+        return NCONV_OK;
+    }
     nconv_core c;
     nconv__core_from_problem(cx ? &real : p, &c);
     const nconv_algo *a;

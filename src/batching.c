@@ -35,6 +35,15 @@ static int64_t spatial(const nconv_problem *p, const int64_t *sp) {
     return s;
 }
 
+/* Slice b of a caller's batched tensor t (NULL stays NULL; batch stride 0: t itself). */
+static const nconv_tensor *slice(const nconv_problem *p, const nconv_tensor *t, int64_t b, int64_t bstride,
+                                 nconv_tensor *out) {
+    if (!t) return NULL;
+    *out = *t;
+    out->data = (char *)t->data + (ptrdiff_t)(b * bstride * (int64_t)nconv_dtype_size(p->dtype));
+    return out;
+}
+
 /* Element offset of slice b in the folded tensor. */
 static int64_t slice_offset(const operand *o, int64_t b) { return b * (o->dim == 0 ? o->a : o->c) * o->fold.stride[o->dim]; }
 
@@ -165,7 +174,10 @@ nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, c
                                    const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *y) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
-    if (p && nconv__is_complex(p->dtype)) return nconv__complex_forward(ctx, p, epi, bt, x, w, bias, z, y, NULL, 0);
+    if (p && nconv__is_complex(p->dtype)) {
+        const nconv_status cuda_st = nconv__ctx_cpu_only(ctx, "a complex nconv_forward_batched");
+        return cuda_st ? cuda_st : nconv__complex_forward(ctx, p, epi, bt, x, w, bias, z, y, NULL, 0);
+    }
     if (!x || !w || !y) return INVALID("%s is NULL but required", !x ? "x" : !w ? "w" : "y");
     if (!bt->y) return INVALID("batch y stride = 0: every output carries the batch");
     plan pl;
@@ -177,6 +189,14 @@ nconv_status nconv_forward_batched(nconv_context *ctx, const nconv_problem *p, c
                                        {"bias", bias, 1, &oc, B, bt->bias, 0}, {"z", z, r, pl.ys, B, bt->z, 0},
                                        {"y", y, r, pl.ys, B, bt->y, 1}};
     if ((st = nconv__check_operands(p->dtype, chk, 5))) return st;
+    if (nconv__ctx_cuda(ctx)) { /* on the device: the unbatched call per b, on slices */
+        nconv_tensor s[5];
+        for (int64_t b = 0; !st && b < B; b++)
+            st = nconv_forward(ctx, p, epi, slice(p, x, b, bt->x, &s[0]), slice(p, w, b, bt->w, &s[1]),
+                               slice(p, bias, b, bt->bias, &s[2]), slice(p, z, b, bt->z, &s[3]),
+                               slice(p, y, b, bt->y, &s[4]), NULL, 0);
+        return st;
+    }
     nconv_tensor bias_act;
     enum { X, W, Y, Z, BIAS, NOPS };
     operand ops[NOPS] = {act(&pl, x, bt->x, pl.xs), weight(&pl, w, bt->w), act(&pl, y, bt->y, pl.ys),
@@ -202,8 +222,10 @@ nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, 
                                     const nconv_tensor *dw, const nconv_tensor *db, const nconv_tensor *dz) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
-    if (p && nconv__is_complex(p->dtype))
-        return nconv__complex_backward(ctx, p, epi, bt, x, w, y, dy, dx, dw, db, dz, NULL, 0);
+    if (p && nconv__is_complex(p->dtype)) {
+        const nconv_status cuda_st = nconv__ctx_cpu_only(ctx, "a complex nconv_backward_batched");
+        return cuda_st ? cuda_st : nconv__complex_backward(ctx, p, epi, bt, x, w, y, dy, dx, dw, db, dz, NULL, 0);
+    }
     if (!dy) return INVALID("dy is NULL but required");
     if ((dx && !bt->dx) || (dw && !bt->dw) || (db && !bt->db) || (dz && !bt->dz))
         return INVALID("batch stride of %s = 0: every output carries the batch",
@@ -223,6 +245,15 @@ nconv_status nconv_backward_batched(nconv_context *ctx, const nconv_problem *p, 
         {"dy", dy, r, pl.ys, B, bt->dy, 0}, {"dx", dx, r, pl.xs, B, bt->dx, 1}, {"dw", dw, r, pl.ws, B, bt->dw, 1},
         {"db", db, 1, &oc, B, bt->db, 1},   {"dz", dz, r, pl.ys, B, bt->dz, 1}};
     if ((st = nconv__check_operands(p->dtype, chk, 8))) return st;
+    if (nconv__ctx_cuda(ctx)) {
+        nconv_tensor s[8];
+        for (int64_t b = 0; !st && b < B; b++)
+            st = nconv_backward(ctx, p, epi, slice(p, x, b, bt->x, &s[0]), slice(p, w, b, bt->w, &s[1]),
+                                slice(p, y, b, bt->y, &s[2]), slice(p, dy, b, bt->dy, &s[3]),
+                                slice(p, dx, b, bt->dx, &s[4]), slice(p, dw, b, bt->dw, &s[5]),
+                                slice(p, db, b, bt->db, &s[6]), slice(p, dz, b, bt->dz, &s[7]), NULL, 0);
+        return st;
+    }
     nconv_tensor db_act;
     enum { X, W, Y, DY, DX, DW, DB, DZ, NOPS };
     operand ops[NOPS] = {act(&pl, x ? x : dy, x ? bt->x : 0, pl.xs), weight(&pl, w ? w : dy, w ? bt->w : 0),
@@ -254,8 +285,10 @@ nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_probl
                                            const nconv_tensor *ggy, const nconv_tensor *gx, const nconv_tensor *gw) {
     nconv__clear_error();
     if (!bt) return INVALID("batch is NULL");
-    if (p && nconv__is_complex(p->dtype))
-        return nconv__complex_double_backward(ctx, p, bt, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
+    if (p && nconv__is_complex(p->dtype)) {
+        const nconv_status cuda_st = nconv__ctx_cpu_only(ctx, "a complex nconv_double_backward_batched");
+        return cuda_st ? cuda_st : nconv__complex_double_backward(ctx, p, bt, x, w, dy, ggx, ggw, ggb, ggy, gx, gw);
+    }
     if ((ggy && !bt->ggy) || (gx && !bt->gx) || (gw && !bt->gw))
         return INVALID("batch stride of %s = 0: every output carries the batch",
                        ggy && !bt->ggy ? "ggy" : gx && !bt->gx ? "gx" : "gw");
@@ -272,6 +305,16 @@ nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_probl
         {"ggy", ggy, r, pl.ys, B, bt->ggy, 1},   {"gx", gx, r, pl.xs, B, bt->gx, 1},
         {"gw", gw, r, pl.ws, B, bt->gw, 1}};
     if ((st = nconv__check_operands(p->dtype, chk, 9))) return st;
+    if (nconv__ctx_cuda(ctx)) {
+        nconv_tensor s[9];
+        for (int64_t b = 0; !st && b < B; b++)
+            st = nconv_double_backward(ctx, p, slice(p, x, b, bt->x, &s[0]), slice(p, w, b, bt->w, &s[1]),
+                                       slice(p, dy, b, bt->dy, &s[2]), slice(p, ggx, b, bt->ggx, &s[3]),
+                                       slice(p, ggw, b, bt->ggw, &s[4]), slice(p, ggb, b, bt->ggb, &s[5]),
+                                       slice(p, ggy, b, bt->ggy, &s[6]), slice(p, gx, b, bt->gx, &s[7]),
+                                       slice(p, gw, b, bt->gw, &s[8]));
+        return st;
+    }
     /* What the unbatched call needs, refused before any copy (its own messages) */
     const nconv_tensor *any = ggy ? ggy : gx ? gx : gw;
     if (!any) return NCONV_OK;

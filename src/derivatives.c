@@ -117,8 +117,11 @@ nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const
                                const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
                                const nconv_tensor *ty) {
     nconv__clear_error();
-    if (p && nconv__is_complex(p->dtype))
+    if (p && nconv__is_complex(p->dtype)) {
+        const nconv_status cuda_st = nconv__ctx_cpu_only(ctx, "a complex nconv_forward_jvp");
+        if (cuda_st) return cuda_st;
         return nconv__complex_forward_jvp(ctx, p, epi, x, w, bias, z, tx, tw, tb, tz, y, ty);
+    }
     nconv_oplan o;
     nconv_fwd_ops v;
     nconv_status st = nconv__oplan_prepare(&o, p, epi, 0, 0);
@@ -136,6 +139,7 @@ nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem *p, const
         {"tb", tb, 1, &oc, 0, 0, 0},  {"tz", tz, r, ys, 0, 0, 0}, {"y", y, r, ys, 0, 0, 1},
         {"ty", ty, r, ys, 0, 0, 1}};
     if ((st = nconv__check_operands(p->dtype, chk, 10))) return st;
+    if (nconv__ctx_cuda(ctx)) return nconv__cuda_forward_jvp(ctx, p, epi, x, w, bias, z, tx, tw, tb, tz, y, ty);
 
     /* All memory before any output is written: one workspace for every call in turn, and t. */
     const nconv_epilogue te = {NCONV_ACT_IDENTITY, epi ? epi->alpha : 1.0}, one = {NCONV_ACT_IDENTITY, 1.0};

@@ -47,17 +47,7 @@ int64_t nconv__core_in_spatial(const nconv_core *c);
 int64_t nconv__core_out_spatial(const nconv_core *c);
 int64_t nconv__core_kernel_spatial(const nconv_core *c);
 
-/* Maps a padded coordinate j of an input axis of size n to the element it
- * reads, or -1 for a zero tap. */
-static inline int64_t nconv__map_index(int64_t j, int64_t n, nconv_padding_mode mode) {
-    if (j >= 0 && j < n) return j;
-    switch (mode) {
-    case NCONV_PAD_REFLECT: return j < 0 ? -j : 2 * (n - 1) - j;
-    case NCONV_PAD_REPLICATE: return j < 0 ? 0 : n - 1;
-    case NCONV_PAD_CIRCULAR: return ((j % n) + n) % n;
-    default: return -1;
-    }
-}
+#include "pad_index.h" /* nconv__map_index */
 
 /* ---------------------------------------------------------- operand checks */
 
@@ -423,6 +413,43 @@ size_t nconv__ctx_memory_limit(const nconv_context *ctx); /* 0: none */
 /* What the memory limit leaves beside `held` bytes (at least 1: a limit stays one; 0: none). */
 size_t nconv__ctx_room(const nconv_context *ctx, size_t held);
 
+/* ------------------------------------------------------------------- CUDA */
+
+/* A CUDA context's state (src/cuda; a build without NCONV_CUDNN has stubs that refuse). */
+typedef struct nconv_cuda nconv_cuda;
+nconv_status nconv__cuda_open(int device, nconv_cuda **out);
+void nconv__cuda_close(nconv_context *ctx, nconv_cuda *c);
+/* Frees the device memory and cuDNN plans the context keeps. */
+void nconv__cuda_release(nconv_context *ctx, nconv_cuda *c);
+int nconv__cuda_device(const nconv_cuda *c);
+nconv_status nconv__cuda_set_stream(nconv_cuda *c, void *stream);
+void nconv__cuda_set_tf32(nconv_cuda *c, int allow);
+nconv_cuda *nconv__ctx_cuda(const nconv_context *ctx); /* NULL: a CPU context (or none) */
+int nconv__ctx_has_allocator(const nconv_context *ctx);
+int nconv__ctx_deterministic(const nconv_context *ctx);
+/* NCONV_UNSUPPORTED naming `call` when ctx is a CUDA context, which runs only the calls
+ * that have a CUDA path. */
+nconv_status nconv__ctx_cpu_only(const nconv_context *ctx, const char *call);
+/* Device memory for a composition's temporary (NULL, with the error set, on failure). */
+void *nconv__cuda_temp(nconv_context *ctx, size_t bytes);
+void nconv__cuda_temp_free(nconv_context *ctx, void *p);
+/* Elementwise on device tensors of logical shape `shape` (rank ndims + 2, activation or weight
+ * order) of p's dtype: out = a where mask > 0, else 0 (relu's mask; mask given), or
+ * out = a + bias + alpha * z (bias, z optional); a NULL reads zeros. */
+nconv_status nconv__cuda_pointwise(nconv_context *ctx, const nconv_problem *p, const int64_t *shape,
+                                   const nconv_tensor *a, const nconv_tensor *mask, const nconv_tensor *bias,
+                                   const nconv_tensor *z, double alpha, const nconv_tensor *out);
+/* The compositions on a CUDA context (compose.c), after the public call's checks. */
+nconv_status nconv__cuda_double_backward(nconv_context *ctx, const nconv_problem *p, const nconv_tensor *x,
+                                         const nconv_tensor *w, const nconv_tensor *dy, const nconv_tensor *ggx,
+                                         const nconv_tensor *ggw, const nconv_tensor *ggb, const nconv_tensor *ggy,
+                                         const nconv_tensor *gx, const nconv_tensor *gw);
+nconv_status nconv__cuda_forward_jvp(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                     const nconv_tensor *x, const nconv_tensor *w, const nconv_tensor *bias,
+                                     const nconv_tensor *z, const nconv_tensor *tx, const nconv_tensor *tw,
+                                     const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
+                                     const nconv_tensor *ty);
+
 /* ------------------------------------------------------------------ plans */
 
 /* The forward or the backward of one problem, planned (execute.c): shapes, and per
@@ -482,6 +509,12 @@ void nconv__bwd_copies(const nconv_oplan *o, const nconv_bwd_ops *v, unsigned co
 nconv_status nconv__bwd_check_layout(const nconv_oplan *o, const nconv_bwd_ops *v);
 nconv_status nconv__bwd_run(nconv_context *ctx, const nconv_oplan *o, const nconv_bwd_ops *v, const void *packed,
                             void *workspace, size_t workspace_size);
+
+/* Forward and backward on a CUDA context (ctx's device memory operands, checked here). */
+nconv_status nconv__cuda_forward(nconv_context *ctx, const nconv_oplan *o, const nconv_fwd_ops *v, void *workspace,
+                                 size_t workspace_size);
+nconv_status nconv__cuda_backward(nconv_context *ctx, const nconv_oplan *o, const nconv_bwd_ops *v, void *workspace,
+                                  size_t workspace_size);
 
 /* The bytes of direction dir's packed weights (0: its algorithm reads w in every run) and
  * in *scratch the scratch packing takes; the packing itself, of w into dst. */

@@ -52,7 +52,18 @@ struct nconv_context {
     nconv_allocator self_alloc; /* what allocated the context itself */
     size_t mem_limit;      /* 0: none */
     nconv_pool pool;       /* threads - 1 workers */
+    nconv_cuda *cuda;      /* a CUDA context's device, stream, cuDNN handle and plans; NULL: CPU */
 };
+
+nconv_cuda *nconv__ctx_cuda(const nconv_context *ctx) { return ctx ? ctx->cuda : NULL; }
+int nconv__ctx_has_allocator(const nconv_context *ctx) { return ctx && ctx->alloc.alloc; }
+int nconv__ctx_deterministic(const nconv_context *ctx) { return !ctx || ctx->deterministic; }
+
+nconv_status nconv__ctx_cpu_only(const nconv_context *ctx, const char *call) {
+    if (!ctx || !ctx->cuda) return NCONV_OK;
+    return nconv__error(NCONV_UNSUPPORTED, "nconv: %s on a CUDA context (device %d): not available (docs/cuda.md)",
+                        call, nconv__cuda_device(ctx->cuda));
+}
 
 void *nconv__alloc(nconv_context *ctx, size_t bytes) {
     if (!bytes) bytes = 1;
@@ -114,8 +125,47 @@ nconv_status nconv_context_create_with_allocator(nconv_context **ctx, const ncon
 
 nconv_status nconv_context_create(nconv_context **ctx) { return nconv_context_create_with_allocator(ctx, NULL); }
 
+nconv_status nconv_context_create_cuda(nconv_context **ctx, int device) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    nconv_cuda *cuda;
+    nconv_status st = nconv__cuda_open(device, &cuda);
+    if (st) return st;
+    if ((st = nconv_context_create(ctx))) {
+        nconv__cuda_close(NULL, cuda);
+        return st;
+    }
+    (*ctx)->cuda = cuda;
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_device(const nconv_context *ctx, int *device) {
+    if (!device) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: device is NULL");
+    *device = ctx && ctx->cuda ? nconv__cuda_device(ctx->cuda) : -1;
+    return NCONV_OK;
+}
+
+static nconv_status need_cuda(const nconv_context *ctx, const char *call) {
+    if (!ctx) return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: ctx is NULL");
+    if (!ctx->cuda)
+        return nconv__error(NCONV_INVALID_ARGUMENT, "nconv: %s: ctx is a CPU context (see nconv_context_create_cuda)",
+                            call);
+    return NCONV_OK;
+}
+
+nconv_status nconv_context_set_stream(nconv_context *ctx, void *stream) {
+    nconv_status st = need_cuda(ctx, "nconv_context_set_stream");
+    return st ? st : nconv__cuda_set_stream(ctx->cuda, stream);
+}
+
+nconv_status nconv_context_set_allow_tf32(nconv_context *ctx, int allow) {
+    nconv_status st = need_cuda(ctx, "nconv_context_set_allow_tf32");
+    if (!st) nconv__cuda_set_tf32(ctx->cuda, allow);
+    return st;
+}
+
 nconv_status nconv_context_destroy(nconv_context *ctx) {
     if (!ctx) return NCONV_OK;
+    nconv__cuda_close(ctx, ctx->cuda);
     nconv__pool_destroy(&ctx->pool);
     pthread_mutex_destroy(&ctx->lock);
     nconv__free(ctx, ctx->cache);
@@ -130,6 +180,7 @@ nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocat
     nconv_status st = check_allocator(allocator);
     if (st) return st;
     /* What the context holds goes back to the allocator that gave it. */
+    nconv__cuda_release(ctx, ctx->cuda);
     nconv__free(ctx, ctx->cache);
     nconv__free(ctx, ctx->ws);
     ctx->cache = NULL, ctx->n = ctx->cap = 0;

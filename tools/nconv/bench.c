@@ -175,10 +175,17 @@ static int bench_per_sample(nconv_context *ctx, const problem_list *l, nconv_lay
 int cmd_bench(int argc, char **argv) {
     suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
     problem_list l = {0};
-    int csv = 0, peer = 1, per_sample = 0;
+    int csv = 0, peer = 1, per_sample = 0, cuda = 0;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
     for (int i = 0; i < argc; i++) {
+        const char *device;
+        if (flag_value(argc, argv, &i, "--device", &device)) {
+            if (!device || (strcmp(device, "cuda") && strcmp(device, "cpu")))
+                return list_free(&l), cli_fail("--device: '%s': expected cpu or cuda", device ? device : "");
+            cuda = !strcmp(device, "cuda");
+            continue;
+        }
         if (!strcmp(argv[i], "--csv")) {
             csv = 1;
             continue;
@@ -203,6 +210,15 @@ int cmd_bench(int argc, char **argv) {
         progress = 1;
     }
     suite_apply(&o, &l);
+    nconv_layout layouts[2] = {NCONV_LAYOUT_NCX, NCONV_LAYOUT_NXC};
+    int nlayouts = 2;
+    if (o.layout_set) layouts[0] = o.layout, nlayouts = 1;
+    if (cuda) {
+        if (per_sample) return list_free(&l), cli_fail("--per-sample: not with --device cuda");
+        const int rc = bench_cuda(&l, &o, layouts, nlayouts, csv, progress);
+        list_free(&l);
+        return rc;
+    }
     peer = peer && onednn_available();
     nconv_context *ctx;
     if (nconv_context_create(&ctx)) return list_free(&l), cli_fail("%s", nconv_last_error() + strlen("nconv: "));
@@ -223,9 +239,6 @@ int cmd_bench(int argc, char **argv) {
         return rc;
     }
     const double peak = fma_peak_gflops(o.threads);
-    nconv_layout layouts[2] = {NCONV_LAYOUT_NCX, NCONV_LAYOUT_NXC};
-    int nlayouts = 2;
-    if (o.layout_set) layouts[0] = o.layout, nlayouts = 1;
     if (csv) {
         printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio\n");
     } else {

@@ -180,6 +180,10 @@ nconv_status run_plan(const nconv_plan *plan, run_data *d, int dir);
 /* User direction -> the core direction its algorithms run (transposed swaps fwd and bwd_d). */
 nconv_direction core_dir(const nconv_problem *p, int dir);
 
+/* `nconv bench --device cuda` (bench_cuda.c): the problems of l on CUDA device 0. */
+int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *layouts, int nlayouts, int csv,
+               int progress);
+
 int cmd_compute(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -34,7 +34,7 @@ static const command commands[] = {
      cmd_check},
     {"bench", "time problems (default: the embedded suite)",
      "[--dir ...] [--threads N] [--mb N] [--csv] [--layout ncx|nxc] [--algo NAME]\n"
-     "[--no-onednn] [--per-sample] [--transposed] [DESC... | --batch FILE]",
+     "[--no-onednn] [--per-sample] [--device cpu|cuda] [--transposed] [DESC... | --batch FILE]",
      cmd_bench},
     {"algos", "list the algorithms", "", cmd_algos},
 };

@@ -1,0 +1,144 @@
+/* The CUDA / cuDNN backend's internal declarations: the run-time loaded
+ * libraries, the problem-to-graph mapping and the context state. Compiled
+ * only where the cuDNN headers were found (NCONV_CUDNN). */
+#ifndef NCONV_CUDA_INTERNAL_H
+#define NCONV_CUDA_INTERNAL_H
+
+#include "../internal.h"
+
+#include <stdbool.h> /* cuDNN's boolean attributes are C++ bools */
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudnn_graph.h>
+
+#include "kernels/pad_geom.h"
+
+/* ----------------------------------------------------------- the libraries */
+
+/* The entry points nconv calls, resolved from libcudart.so.13 and libcudnn.so.9 with
+ * dlopen (NCONV_CUDART_LIBRARY / NCONV_CUDNN_LIBRARY name other files), so that a build
+ * with the backend runs on machines without CUDA. */
+typedef struct nconv_cuda_lib {
+    cudaError_t (*GetDeviceCount)(int *);
+    cudaError_t (*SetDevice)(int);
+    cudaError_t (*GetDevice)(int *);
+    cudaError_t (*Malloc)(void **, size_t);
+    cudaError_t (*Free)(void *);
+    cudaError_t (*MemsetAsync)(void *, int, size_t, cudaStream_t);
+    cudaError_t (*Memset2DAsync)(void *, size_t, int, size_t, size_t, cudaStream_t);
+    cudaError_t (*StreamSynchronize)(cudaStream_t);
+    cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
+    cudaError_t (*GetLastError)(void);
+    const char *(*GetErrorString)(cudaError_t);
+    const char *(*GetErrorName)(cudaError_t);
+    cudaError_t (*EventCreate)(cudaEvent_t *);
+    cudaError_t (*EventRecord)(cudaEvent_t, cudaStream_t);
+    cudaError_t (*EventSynchronize)(cudaEvent_t);
+    cudaError_t (*EventElapsedTime)(float *, cudaEvent_t, cudaEvent_t);
+    cudaError_t (*EventDestroy)(cudaEvent_t);
+
+    size_t (*cudnnGetVersion)(void);
+    const char *(*cudnnGetErrorString)(cudnnStatus_t);
+    void (*cudnnGetLastErrorString)(char *, size_t);
+    cudnnStatus_t (*cudnnCreate)(cudnnHandle_t *);
+    cudnnStatus_t (*cudnnDestroy)(cudnnHandle_t);
+    cudnnStatus_t (*cudnnSetStream)(cudnnHandle_t, cudaStream_t);
+    cudnnStatus_t (*BackendCreateDescriptor)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t *);
+    cudnnStatus_t (*BackendDestroyDescriptor)(cudnnBackendDescriptor_t);
+    cudnnStatus_t (*BackendFinalize)(cudnnBackendDescriptor_t);
+    cudnnStatus_t (*BackendSetAttribute)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
+                                         cudnnBackendAttributeType_t, int64_t, const void *);
+    cudnnStatus_t (*BackendGetAttribute)(cudnnBackendDescriptor_t const, cudnnBackendAttributeName_t,
+                                         cudnnBackendAttributeType_t, int64_t, int64_t *, void *);
+    cudnnStatus_t (*BackendExecute)(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t);
+} nconv_cuda_lib;
+
+/* The driver API's calls that load and launch nconv's own kernels (libcuda.so.1, loaded
+ * when a padding mode first needs them). */
+typedef struct nconv_cuda_driver {
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} nconv_cuda_driver;
+
+const nconv_cuda_driver *nconv__cuda_driver(void);
+
+/* The PTX of kernels/pad.cu (generated at build time; size 0 where nvcc was not found). */
+extern const char nconv__pad_ptx[];
+extern const size_t nconv__pad_ptx_size;
+
+/* The loaded libraries (the same table for every caller), or NULL with the reason in the
+ * thread's last error (NCONV_UNSUPPORTED). */
+const nconv_cuda_lib *nconv__cuda_lib(void);
+/* The cuDNN library alone: the descriptor calls need no GPU (the mapping tests use this). */
+const nconv_cuda_lib *nconv__cudnn_lib(void);
+
+/* ---------------------------------------------------------------- graphs */
+
+/* One tensor of a graph: its uid (the variant pack's key), shape and strides in cuDNN's
+ * order (N, C, spatial...; rank 4 for 1-2 spatial dims, 5 for 3), dtype and alignment. */
+typedef struct nconv_gtensor {
+    int64_t uid;
+    int rank;
+    int64_t dims[5], strides[5];
+    nconv_dtype dt;
+    int64_t align;  /* bytes, a power of two <= 16 */
+    int is_virtual; /* an intermediate that only lives inside the graph */
+} nconv_gtensor;
+
+/* The graphs the backend runs. */
+typedef enum nconv_gkind {
+    NCONV_G_CONV_FWD = 0,   /* y = conv(x, w) */
+    NCONV_G_CONV_BWD_D = 1, /* dx = conv_bwd_data(dy, w) */
+    NCONV_G_CONV_BWD_W = 2, /* dw = conv_bwd_filter(x, dy) */
+    NCONV_G_EPILOGUE = 3,   /* y = act(a + bias + alpha * z), pointwise */
+    NCONV_G_RELU_BWD = 4,   /* da = dy where y > 0, else 0 */
+    NCONV_G_SCALE = 5,      /* b = alpha * a */
+    NCONV_G_REDUCE = 6      /* db[c] = sum of a over every dim but c */
+} nconv_gkind;
+
+/* Uids of a graph's tensors (the roles of its variant pack). */
+enum { NCONV_U_X = 1, NCONV_U_W, NCONV_U_Y, NCONV_U_BIAS, NCONV_U_Z, NCONV_U_A, NCONV_U_PRE, NCONV_U_T1, NCONV_U_T2 };
+
+/* A graph to build: a convolution (conv_op set), optionally with the forward epilogue fused
+ * after it, or a pointwise / reduction graph. Tensors absent from it have uid 0. */
+typedef struct nconv_gspec {
+    nconv_gkind kind;
+    int spatial;                    /* 1-3: cuDNN's convolution has 2 or 3 (1 gets a unit dim) */
+    int64_t pre[3], post[3], stride[3], dil[3];
+    nconv_dtype compute;            /* accumulation: f32, or f64 for f64 */
+    /* conv: the convolution's input, weights and output in cuDNN's roles (x, w, y for fwd;
+     * dx, w, dy for bwd_d; x, dw, dy for bwd_w). Epilogue: a, bias, z, y. */
+    nconv_gtensor x, w, y;
+    nconv_gtensor bias, z;          /* fused or pointwise epilogue (uid 0: absent) */
+    int relu;
+    double alpha;
+    int fused;                      /* conv graphs: the epilogue follows in the same graph */
+} nconv_gspec;
+
+/* A finalized operation graph and the descriptors it was built from. */
+typedef struct nconv_cudnn_graph {
+    cudnnBackendDescriptor_t graph;
+    cudnnBackendDescriptor_t d[24];
+    int n;
+} nconv_cudnn_graph;
+
+/* Builds and finalizes spec's operation graph (handle may be NULL: no device is needed);
+ * on failure NCONV_UNSUPPORTED or NCONV_INTERNAL_ERROR with cuDNN's reason, nothing kept. */
+nconv_status nconv__cudnn_graph(const nconv_cuda_lib *lib, const nconv_gspec *spec, cudnnHandle_t handle,
+                                nconv_cudnn_graph *out);
+void nconv__cudnn_graph_destroy(const nconv_cuda_lib *lib, nconv_cudnn_graph *g);
+/* The error message of a failed cuDNN call. */
+nconv_status nconv__cudnn_fail(const nconv_cuda_lib *lib, cudnnStatus_t s, const char *what);
+
+/* The graphs a forward (fwd given; fused: its epilogue in the convolution's graph) or a
+ * backward (bwd given) runs, in order, into out (at most cap); their count, and in *kernels
+ * the count of its steps that are nconv's own kernels (the padding modes'). */
+int nconv__cuda_steps(const nconv_oplan *o, const nconv_fwd_ops *fwd, const nconv_bwd_ops *bwd, int fused,
+                      nconv_gspec *out, int cap, int *kernels);
+
+#endif
