@@ -301,8 +301,8 @@ NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t
  *
  * The library loads libcudart.so.13 and libcudnn.so.9 when the first CUDA
  * context is made (the environment's NCONV_CUDART_LIBRARY and
- * NCONV_CUDNN_LIBRARY name other files), and libcuda.so.1 when a padding mode
- * first needs its kernels. Without them, without a device or in a build
+ * NCONV_CUDNN_LIBRARY name other files), and libcuda.so.1 when a call first
+ * needs nconv's own kernels. Without them, without a device or in a build
  * without the backend, this fails with NCONV_UNSUPPORTED and says why.
  */
 NCONV_API nconv_status nconv_context_create_cuda(nconv_context **ctx, int device);

@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn_graph.h>
 
-#include "kernels/pad_geom.h"
+#include "kernels/geom.h"
 
 /* ----------------------------------------------------------- the libraries */
 
@@ -55,7 +55,7 @@ typedef struct nconv_cuda_lib {
 } nconv_cuda_lib;
 
 /* The driver API's calls that load and launch nconv's own kernels (libcuda.so.1, loaded
- * when a padding mode first needs them). */
+ * when a call first needs them). */
 typedef struct nconv_cuda_driver {
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -67,9 +67,10 @@ typedef struct nconv_cuda_driver {
 
 const nconv_cuda_driver *nconv__cuda_driver(void);
 
-/* The PTX of kernels/pad.cu (generated at build time; size 0 where nvcc was not found). */
-extern const char nconv__pad_ptx[];
-extern const size_t nconv__pad_ptx_size;
+/* The PTX of kernels/pad.cu and kernels/elementwise.cu (generated at build time; size 0
+ * where nvcc was not found). */
+extern const char nconv__pad_ptx[], nconv__elementwise_ptx[];
+extern const size_t nconv__pad_ptx_size, nconv__elementwise_ptx_size;
 
 /* The loaded libraries (the same table for every caller), or NULL with the reason in the
  * thread's last error (NCONV_UNSUPPORTED). */
@@ -90,34 +91,34 @@ typedef struct nconv_gtensor {
     int is_virtual; /* an intermediate that only lives inside the graph */
 } nconv_gtensor;
 
-/* The graphs the backend runs. */
+/* The graphs the backend runs: a convolution, in cuDNN's three directions. */
 typedef enum nconv_gkind {
     NCONV_G_CONV_FWD = 0,   /* y = conv(x, w) */
     NCONV_G_CONV_BWD_D = 1, /* dx = conv_bwd_data(dy, w) */
-    NCONV_G_CONV_BWD_W = 2, /* dw = conv_bwd_filter(x, dy) */
-    NCONV_G_EPILOGUE = 3,   /* y = act(a + bias + alpha * z), pointwise */
-    NCONV_G_RELU_BWD = 4,   /* da = dy where y > 0, else 0 */
-    NCONV_G_SCALE = 5,      /* b = alpha * a */
-    NCONV_G_REDUCE = 6      /* db[c] = sum of a over every dim but c */
+    NCONV_G_CONV_BWD_W = 2  /* dw = conv_bwd_filter(x, dy) */
 } nconv_gkind;
 
-/* Uids of a graph's tensors (the roles of its variant pack). */
-enum { NCONV_U_X = 1, NCONV_U_W, NCONV_U_Y, NCONV_U_BIAS, NCONV_U_Z, NCONV_U_A, NCONV_U_PRE, NCONV_U_T1, NCONV_U_T2 };
+/* Uids of a graph's tensors (the roles of its variant pack); ALPHA is the by-value scalar
+ * that scales z, PRE .. T4 the fused epilogue's intermediates. */
+enum {
+    NCONV_U_X = 1, NCONV_U_W, NCONV_U_Y, NCONV_U_BIAS, NCONV_U_Z, NCONV_U_ALPHA,
+    NCONV_U_PRE, NCONV_U_T1, NCONV_U_T2, NCONV_U_T3, NCONV_U_T4, NCONV_U_COUNT
+};
 
-/* A graph to build: a convolution (conv_op set), optionally with the forward epilogue fused
- * after it, or a pointwise / reduction graph. Tensors absent from it have uid 0. */
+/* A convolution graph to build, optionally with the forward epilogue fused after it
+ * (+ bias, + alpha * z, relu). Tensors absent from it have uid 0. */
 typedef struct nconv_gspec {
     nconv_gkind kind;
     int spatial;                    /* 1-3: cuDNN's convolution has 2 or 3 (1 gets a unit dim) */
     int64_t pre[3], post[3], stride[3], dil[3];
     nconv_dtype compute;            /* accumulation: f32, or f64 for f64 */
-    /* conv: the convolution's input, weights and output in cuDNN's roles (x, w, y for fwd;
-     * dx, w, dy for bwd_d; x, dw, dy for bwd_w). Epilogue: a, bias, z, y. */
+    /* The convolution's input, weights and output in cuDNN's roles (x, w, y for fwd; dx, w,
+     * dy for bwd_d; x, dw, dy for bwd_w). */
     nconv_gtensor x, w, y;
-    nconv_gtensor bias, z;          /* fused or pointwise epilogue (uid 0: absent) */
+    nconv_gtensor bias, z;          /* the fused epilogue's operands (uid 0: absent) */
     int relu;
-    double alpha;
-    int fused;                      /* conv graphs: the epilogue follows in the same graph */
+    double alpha;                   /* z's scale */
+    int fused;                      /* the epilogue follows in the same graph */
 } nconv_gspec;
 
 /* A finalized operation graph and the descriptors it was built from. */
@@ -137,7 +138,7 @@ nconv_status nconv__cudnn_fail(const nconv_cuda_lib *lib, cudnnStatus_t s, const
 
 /* The graphs a forward (fwd given; fused: its epilogue in the convolution's graph) or a
  * backward (bwd given) runs, in order, into out (at most cap); their count, and in *kernels
- * the count of its steps that are nconv's own kernels (the padding modes'). */
+ * the count of its steps that are nconv's own kernels (kernels/). */
 int nconv__cuda_steps(const nconv_oplan *o, const nconv_fwd_ops *fwd, const nconv_bwd_ops *bwd, int fused,
                       nconv_gspec *out, int cap, int *kernels);
 

@@ -1,7 +1,7 @@
 /*
  * nconv's graphs as cuDNN graph (backend) API descriptors: tensors with int64
- * sizes and strides, a convolution with pre and post paddings, pointwise and
- * reduction nodes. Building and finalizing an operation graph needs no GPU, so
+ * sizes and strides, a convolution with pre and post paddings, and the
+ * forward epilogue's pointwise nodes after it. Building and finalizing an operation graph needs no GPU, so
  * the mapping is tested everywhere; engines and execution need the device.
  */
 #include "cuda_internal.h"
@@ -81,11 +81,10 @@ static void scalar(nconv_dtype compute, double v, cudnnBackendAttributeType_t *t
     *f = (float)v, *d = v;
 }
 
-/* A pointwise node out = mode(alpha1 * in, alpha2 * in2) (in2 may be NULL; relu_bwd: in is
- * dy, in2 the forward output). */
+/* A pointwise node out = mode(in, in2) (in2 may be NULL). */
 static cudnnBackendDescriptor_t pointwise(builder *b, cudnnPointwiseMode_t mode, nconv_dtype compute,
                                           cudnnBackendDescriptor_t in, cudnnBackendDescriptor_t in2,
-                                          cudnnBackendDescriptor_t out, double alpha1, double alpha2) {
+                                          cudnnBackendDescriptor_t out) {
     const char *what = "pointwise node";
     cudnnBackendDescriptor_t pw = create(b, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what);
     const cudnnDataType_t prec = compute == NCONV_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -94,26 +93,9 @@ static cudnnBackendDescriptor_t pointwise(builder *b, cudnnPointwiseMode_t mode,
     finalize(b, pw, what);
     cudnnBackendDescriptor_t op = create(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, what);
     set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw, what);
-    if (mode == CUDNN_POINTWISE_RELU_BWD) {
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in, what);
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in2, what);
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out, what);
-    } else {
-        cudnnBackendAttributeType_t type;
-        float f;
-        double d;
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in, what);
-        if (in2) set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in2, what);
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out, what);
-        scalar(compute, alpha1, &type, &f, &d);
-        set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, type, 1, type == CUDNN_TYPE_DOUBLE ? (void *)&d : (void *)&f,
-            what);
-        if (in2) {
-            scalar(compute, alpha2, &type, &f, &d);
-            set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, type, 1,
-                type == CUDNN_TYPE_DOUBLE ? (void *)&d : (void *)&f, what);
-        }
-    }
+    set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in, what);
+    if (in2) set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in2, what);
+    set(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out, what);
     finalize(b, op, what);
     return op;
 }
@@ -170,8 +152,31 @@ static cudnnBackendDescriptor_t convolution(builder *b, const nconv_gspec *s, cu
     return op;
 }
 
-/* The epilogue's chain from `a` to the tensor out: + bias, + alpha * z, relu. Appends its
- * nodes to ops; a node's output is virtual but for the last. */
+/* The by-value scalar alpha (a [1, ...] tensor of the compute type whose value the variant
+ * pack gives by host pointer). */
+static cudnnBackendDescriptor_t scalar_tensor(builder *b, const nconv_gspec *s, const nconv_gtensor *like) {
+    nconv_gtensor t;
+    memset(&t, 0, sizeof t);
+    t.uid = NCONV_U_ALPHA, t.rank = like->rank, t.dt = s->compute, t.align = 16;
+    for (int i = 0; i < t.rank; i++) t.dims[i] = t.strides[i] = 1;
+    const char *what = "alpha tensor";
+    cudnnBackendDescriptor_t d = create(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, what);
+    const cudnnDataType_t dt = data_type(t.dt);
+    const bool by_value = true;
+    set(b, d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt, what);
+    set(b, d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, t.rank, t.dims, what);
+    set(b, d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, t.rank, t.strides, what);
+    set(b, d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &t.uid, what);
+    set(b, d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &t.align, what);
+    set(b, d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, what);
+    finalize(b, d, what);
+    return d;
+}
+
+/* The epilogue's chain from `a` to the tensor out: + bias, + alpha * z (z scaled by a
+ * multiplication with the by-value alpha where alpha is not 1: cuDNN's fusion engines take
+ * pointwise nodes with unit alphas only), relu. Appends its nodes to ops; a node's output is
+ * virtual but for the last. */
 static void epilogue(builder *b, const nconv_gspec *s, cudnnBackendDescriptor_t a, const nconv_gtensor *out,
                      cudnnBackendDescriptor_t *ops, int *nops) {
     const int steps = (s->bias.uid != 0) + (s->z.uid != 0) + (s->relu != 0);
@@ -185,29 +190,18 @@ static void epilogue(builder *b, const nconv_gspec *s, cudnnBackendDescriptor_t 
         cudnnBackendDescriptor_t next = ++done == steps ? tensor(b, out, "output tensor") : tensor(b, &v, "virtual");
         if (step < 2) {
             cudnnBackendDescriptor_t t = tensor(b, operand, step == 0 ? "bias tensor" : "z tensor");
-            ops[(*nops)++] = pointwise(b, CUDNN_POINTWISE_ADD, s->compute, cur, t, next, 1.0, step ? s->alpha : 1.0);
+            if (step == 1 && s->alpha != 1.0) { /* t = alpha * z */
+                const nconv_gtensor scaled = virtual_like(out, uid++, s->compute);
+                cudnnBackendDescriptor_t zs = tensor(b, &scaled, "virtual");
+                ops[(*nops)++] = pointwise(b, CUDNN_POINTWISE_MUL, s->compute, t, scalar_tensor(b, s, out), zs);
+                t = zs;
+            }
+            ops[(*nops)++] = pointwise(b, CUDNN_POINTWISE_ADD, s->compute, cur, t, next);
         } else {
-            ops[(*nops)++] = pointwise(b, CUDNN_POINTWISE_RELU_FWD, s->compute, cur, NULL, next, 1.0, 0.0);
+            ops[(*nops)++] = pointwise(b, CUDNN_POINTWISE_RELU_FWD, s->compute, cur, NULL, next);
         }
         cur = next;
     }
-}
-
-static void reduction(builder *b, const nconv_gspec *s, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t out,
-                      cudnnBackendDescriptor_t *ops, int *nops) {
-    const char *what = "reduction node";
-    cudnnBackendDescriptor_t r = create(b, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, what);
-    const cudnnReduceTensorOp_t add = CUDNN_REDUCE_TENSOR_ADD;
-    const cudnnDataType_t ct = s->compute == NCONV_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    set(b, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &add, what);
-    set(b, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ct, what);
-    finalize(b, r, what);
-    cudnnBackendDescriptor_t op = create(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, what);
-    set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a, what);
-    set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out, what);
-    set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r, what);
-    finalize(b, op, what);
-    ops[(*nops)++] = op;
 }
 
 /* The deprecated handle attribute of an operation graph (cuDNN 9.0-9.x before it became
@@ -219,30 +213,17 @@ nconv_status nconv__cudnn_graph(const nconv_cuda_lib *lib, const nconv_gspec *s,
     builder b = {.lib = lib, .st = CUDNN_STATUS_SUCCESS};
     cudnnBackendDescriptor_t ops[8];
     int nops = 0;
-    if (s->kind <= NCONV_G_CONV_BWD_W) {
-        /* The convolution writes y (forward), x (backward-data: dx) or w (backward-filter: dw);
-         * fused, it writes a virtual tensor the epilogue reads, and the epilogue the output. */
-        nconv_gtensor t[3] = {s->x, s->w, s->y};
-        const int out = s->kind == NCONV_G_CONV_FWD ? 2 : s->kind == NCONV_G_CONV_BWD_D ? 0 : 1;
-        const int fused = out != 1 && s->fused && (s->bias.uid || s->z.uid || s->relu);
-        const nconv_gtensor final_out = t[out];
-        if (fused) t[out] = virtual_like(&final_out, NCONV_U_PRE, s->compute);
-        cudnnBackendDescriptor_t x = tensor(&b, &t[0], "x tensor"), w = tensor(&b, &t[1], "w tensor"),
-                                 y = tensor(&b, &t[2], "y tensor");
-        ops[nops++] = convolution(&b, s, x, w, y);
-        if (fused) epilogue(&b, s, out == 2 ? y : x, &final_out, ops, &nops);
-    } else if (s->kind == NCONV_G_EPILOGUE) {
-        epilogue(&b, s, tensor(&b, &s->x, "input tensor"), &s->y, ops, &nops);
-    } else if (s->kind == NCONV_G_RELU_BWD) {
-        cudnnBackendDescriptor_t dy = tensor(&b, &s->x, "dy tensor"), y = tensor(&b, &s->z, "y tensor");
-        ops[nops++] = pointwise(&b, CUDNN_POINTWISE_RELU_BWD, s->compute, dy, y, tensor(&b, &s->y, "output tensor"),
-                                1.0, 0.0);
-    } else if (s->kind == NCONV_G_SCALE) {
-        ops[nops++] = pointwise(&b, CUDNN_POINTWISE_IDENTITY, s->compute, tensor(&b, &s->x, "input tensor"), NULL,
-                                tensor(&b, &s->y, "output tensor"), s->alpha, 0.0);
-    } else {
-        reduction(&b, s, tensor(&b, &s->x, "input tensor"), tensor(&b, &s->y, "output tensor"), ops, &nops);
-    }
+    /* The convolution writes y (forward), x (backward-data: dx) or w (backward-filter: dw);
+     * fused, it writes a virtual tensor the epilogue reads, and the epilogue the output. */
+    nconv_gtensor t[3] = {s->x, s->w, s->y};
+    const int written = s->kind == NCONV_G_CONV_FWD ? 2 : s->kind == NCONV_G_CONV_BWD_D ? 0 : 1;
+    const int fused = written != 1 && s->fused && (s->bias.uid || s->z.uid || s->relu);
+    const nconv_gtensor final_out = t[written];
+    if (fused) t[written] = virtual_like(&final_out, NCONV_U_PRE, s->compute);
+    cudnnBackendDescriptor_t x = tensor(&b, &t[0], "x tensor"), w = tensor(&b, &t[1], "w tensor"),
+                             y = tensor(&b, &t[2], "y tensor");
+    ops[nops++] = convolution(&b, s, x, w, y);
+    if (fused) epilogue(&b, s, written == 2 ? y : x, &final_out, ops, &nops);
     const char *what = "operation graph";
     cudnnBackendDescriptor_t g = create(&b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
     if (handle) set(&b, g, ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, what);

@@ -1,7 +1,7 @@
 /*
- * The CUDA runtime and cuDNN, loaded at run time: a library built with the
- * backend links neither, so it runs where they are absent, and its CUDA calls
- * then fail with NCONV_UNSUPPORTED and the loader's reason.
+ * The CUDA runtime, cuDNN and the CUDA driver, loaded at run time: a library
+ * built with the backend links none of them, so it runs where they are absent,
+ * and its CUDA calls then fail with NCONV_UNSUPPORTED and the loader's reason.
  */
 #include "cuda_internal.h"
 

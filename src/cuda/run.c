@@ -32,8 +32,8 @@ struct nconv_cuda {
     size_t n, cap;
     void *ws; /* device memory kept between calls */
     size_t ws_size;
-    CUmodule pad_module; /* kernels/pad.cu, loaded when first needed */
-    CUfunction pad[3], fold[4]; /* pad by element size 2, 4, 8; fold by dtype f32, f64, f16, bf16 */
+    CUmodule modules[2];   /* kernels/pad.cu and kernels/elementwise.cu, loaded when first needed */
+    CUfunction fn[6][4];   /* by kernel kind and dtype (see kernels_of) */
 };
 
 static nconv_status cuda_fail(const nconv_cuda_lib *lib, cudaError_t e, const char *what) {
@@ -102,7 +102,8 @@ void nconv__cuda_release(nconv_context *ctx, nconv_cuda *c) {
 void nconv__cuda_close(nconv_context *ctx, nconv_cuda *c) {
     if (!c) return;
     nconv__cuda_release(ctx, c);
-    if (c->pad_module) nconv__cuda_driver()->ModuleUnload(c->pad_module);
+    for (int i = 0; i < 2; i++)
+        if (c->modules[i]) nconv__cuda_driver()->ModuleUnload(c->modules[i]);
     free(c->cache);
     c->lib->cudnnDestroy(c->handle);
     pthread_mutex_destroy(&c->lock);
@@ -125,17 +126,21 @@ void nconv__cuda_set_tf32(nconv_cuda *c, int allow) { c->allow_tf32 = allow != 0
 /* Buffers a step's tensors live in: the caller's memory or the call's temporaries. */
 enum { IN_USER = 0, IN_TMP_A = 1, IN_TMP_B = 2, IN_TMP_C = 3, NTMP = 4 };
 
-/* Steps that are not cuDNN graphs: the padding modes' kernels (kernels/pad.cu). */
-enum { KERNEL_NONE = 0, KERNEL_PAD = 1, KERNEL_FOLD = 2 };
+/* Steps that are nconv's own kernels rather than cuDNN graphs (kernels/pad.cu,
+ * kernels/elementwise.cu). Their operands go by uid: X the input (a), Z the second input (b),
+ * BIAS, Y the output. */
+enum { KERNEL_NONE = 0, KERNEL_PAD, KERNEL_FOLD, KERNEL_EPILOGUE, KERNEL_MASK, KERNEL_CHSUM };
 
 typedef struct step {
     nconv_gspec g;
-    void *ptr[NCONV_U_T2 + 1]; /* by uid, user memory */
-    int in[NCONV_U_T2 + 1];    /* by uid: IN_USER or a temporary */
-    int zero;                  /* a temporary to set to zeros first, or 0 */
+    void *ptr[NCONV_U_COUNT]; /* by uid, user memory */
+    int in[NCONV_U_COUNT];    /* by uid: IN_USER or a temporary */
+    int zero;                 /* a temporary to set to zeros first, or 0 */
     const char *name;
-    int kernel;                /* KERNEL_*: reads uid X, writes uid Y, with geom */
-    nconv_pad_geom geom;
+    int kernel;               /* KERNEL_* */
+    nconv_dtype dt;           /* a kernel's element type */
+    nconv_pad_geom pad;
+    nconv_ew_geom ew;
 } step;
 
 /* The most steps a call runs: backward with relu, dz, db, a padded dx (two) and dw (two). */
@@ -172,7 +177,7 @@ static void from_view(const nconv_oplan *o, const nconv_view *v, int64_t uid, co
     }
 }
 
-/* A channel vector (bias, db) as the [1, C, 1, ...] tensor cuDNN broadcasts. */
+/* A channel vector (bias) as the [1, C, 1, ...] tensor cuDNN broadcasts. */
 static void from_vector(const nconv_oplan *o, const nconv_view *v, int64_t uid, nconv_gtensor *t) {
     memset(t, 0, sizeof *t);
     t->uid = uid, t->dt = o->p.dtype, t->align = alignment(v->data);
@@ -181,12 +186,14 @@ static void from_vector(const nconv_oplan *o, const nconv_view *v, int64_t uid, 
     t->dims[1] = v->shape[0], t->strides[0] = v->shape[0] * v->stride[0];
 }
 
-/* A dense temporary shaped like t (C-order of t's dims), its bytes. */
-static size_t dense_like(nconv_gtensor *t) {
+/* A dense temporary of v's shape in C order (its data NULL: the step names the temporary);
+ * its bytes. The same memory as a dense cuDNN tensor of the view (unit dims aside). */
+static size_t dense_view(const nconv_view *v, nconv_view *t) {
+    *t = *v;
+    t->data = NULL;
     int64_t s = 1;
-    for (int i = t->rank - 1; i >= 0; i--) t->strides[i] = s, s *= t->dims[i];
-    t->align = 16;
-    return (size_t)s * nconv_dtype_size(t->dt);
+    for (int d = 4; d >= 0; d--) t->stride[d] = s, s *= t->shape[d];
+    return (size_t)s * nconv_dtype_size(v->dt);
 }
 
 static step *add_step(call *k, nconv_gkind kind, const char *name) {
@@ -197,6 +204,7 @@ static step *add_step(call *k, nconv_gkind kind, const char *name) {
     s->g.spatial = o->p.ndims;
     s->g.compute = o->p.dtype == NCONV_F64 ? NCONV_F64 : NCONV_F32;
     s->g.alpha = 1.0;
+    s->dt = o->p.dtype;
     return s;
 }
 
@@ -219,11 +227,13 @@ static void geometry(const nconv_oplan *o, nconv_gspec *g, int64_t crop[3]) {
 
 static int any_crop(const int64_t crop[3]) { return crop[0] || crop[1] || crop[2]; }
 
-/* The convolution step of direction kind (cuDNN's roles) whose direct input is `in`
- * (cropped), weights w and direct output `out`; its written tensor goes to a zeroed
- * temporary when it is the cropped input (then copied out by the step after). */
-static step *conv_step(call *k, nconv_gkind kind, const nconv_view *in, const nconv_view *w, const nconv_view *out,
-                       const char *name) {
+/* The convolution step of kind (cuDNN's roles) whose direct input is `in` (cropped; in_tmp:
+ * its temporary, or IN_USER), weights w and direct output `out` (out_tmp likewise). Where
+ * the written tensor is the cropped input (backward-data), the convolution writes a zeroed
+ * dense temporary B of the whole input, and *whole receives its view (else its data stays
+ * the caller's): the caller copies it out. */
+static step *conv_step(call *k, nconv_gkind kind, const nconv_view *in, int in_tmp, const nconv_view *w,
+                       const nconv_view *out, int out_tmp, const char *name, nconv_view *whole) {
     const nconv_oplan *o = k->o;
     step *s = add_step(k, kind, name);
     int64_t crop[3];
@@ -232,34 +242,54 @@ static step *conv_step(call *k, nconv_gkind kind, const nconv_view *in, const nc
     from_view(o, w, NCONV_U_W, NULL, &s->g.w);
     from_view(o, out, NCONV_U_Y, NULL, &s->g.y);
     s->ptr[NCONV_U_X] = in->data, s->ptr[NCONV_U_W] = w->data, s->ptr[NCONV_U_Y] = out->data;
+    s->in[NCONV_U_X] = in_tmp, s->in[NCONV_U_Y] = out_tmp;
+    if (whole) *whole = *in;
     if (kind == NCONV_G_CONV_BWD_D && any_crop(crop)) {
-        /* dx's cut-off tail reads no window: the convolution writes a zeroed dense
-         * temporary of the whole input, which a copy step then writes out. */
-        nconv_gtensor whole;
-        from_view(o, in, NCONV_U_X, NULL, &whole);
-        k->tmp[IN_TMP_B] = dense_like(&whole);
-        for (int i = 0; i < s->g.x.rank; i++) s->g.x.strides[i] = whole.strides[i];
+        k->tmp[IN_TMP_B] = dense_view(in, whole);
+        nconv_gtensor dense;
+        from_view(o, whole, NCONV_U_X, NULL, &dense);
+        for (int i = 0; i < s->g.x.rank; i++) s->g.x.strides[i] = dense.strides[i];
         s->g.x.align = 16;
-        s->in[NCONV_U_X] = IN_TMP_B, s->zero = IN_TMP_B;
+        s->in[NCONV_U_X] = IN_TMP_B, s->zero = IN_TMP_B, s->ptr[NCONV_U_X] = NULL;
     }
     return s;
 }
 
-/* After a conv step that wrote temporary B: y = alpha * B, or the forward epilogue of B. */
-static void copy_out(call *k, const step *conv, const nconv_view *whole, nconv_gkind kind) {
-    step *s = add_step(k, kind, "copy");
-    const nconv_oplan *o = k->o;
-    from_view(o, whole, NCONV_U_Y, NULL, &s->g.y);
-    s->g.x = s->g.y;
-    s->g.x.uid = NCONV_U_A;
-    dense_like(&s->g.x);
-    s->in[NCONV_U_A] = conv->in[NCONV_U_X];
-    s->ptr[NCONV_U_Y] = whole->data;
+/* An elementwise kernel step over out's shape (kernel: KERNEL_EPILOGUE, _MASK or _CHSUM);
+ * a, b and bias may be NULL, their data NULL with a temporary named in *_tmp. */
+static step *ew_step(call *k, int kernel, const char *name, const nconv_view *out, int out_tmp, const nconv_view *a,
+                     int a_tmp, const nconv_view *b, int b_tmp, const nconv_view *bias) {
+    step *s = add_step(k, NCONV_G_CONV_FWD, name);
+    nconv_ew_geom *g = &s->ew;
+    const nconv_view *shape = kernel == KERNEL_CHSUM ? a : out;
+    s->kernel = kernel;
+    g->alpha_a = g->alpha_b = 1.0;
+    g->total = kernel == KERNEL_CHSUM ? shape->shape[1] : nconv__view_numel(shape);
+    for (int d = 0; d < 5; d++) {
+        g->dims[d] = shape->shape[d];
+        g->os[d] = kernel == KERNEL_CHSUM ? 0 : out->stride[d];
+        g->as[d] = a ? a->stride[d] : 0, g->bs[d] = b ? b->stride[d] : 0;
+    }
+    if (kernel == KERNEL_CHSUM) g->bias_stride = out->stride[0]; /* out is the [C] vector */
+    g->has_a = a != NULL, g->has_b = b != NULL, g->has_bias = bias != NULL;
+    if (bias) g->bias_stride = bias->stride[0], s->ptr[NCONV_U_BIAS] = bias->data;
+    s->ptr[NCONV_U_Y] = out->data, s->in[NCONV_U_Y] = out_tmp;
+    if (a) s->ptr[NCONV_U_X] = a->data, s->in[NCONV_U_X] = a_tmp;
+    if (b) s->ptr[NCONV_U_Z] = b->data, s->in[NCONV_U_Z] = b_tmp;
+    return s;
 }
 
-static void epilogue_of(call *k, step *s, const nconv_fwd_ops *v) {
+/* The forward epilogue of `a` (temporary a_tmp) into y: act(a + bias + alpha * z). */
+static void epilogue_step(call *k, const nconv_fwd_ops *v, const nconv_view *a, int a_tmp) {
+    step *s = ew_step(k, KERNEL_EPILOGUE, "epilogue", &v->y, IN_USER, a, a_tmp, v->e.z ? &v->z : NULL, IN_USER,
+                      v->e.bias ? &v->bias : NULL);
+    s->ew.alpha_b = k->o->alpha, s->ew.relu = k->o->relu;
+}
+
+/* The epilogue in the convolution's graph (tried first; cuDNN may have no engine for it). */
+static void fuse_epilogue(call *k, step *s, const nconv_fwd_ops *v) {
     const nconv_oplan *o = k->o;
-    s->g.relu = o->relu, s->g.alpha = o->alpha;
+    s->g.fused = 1, s->g.relu = o->relu, s->g.alpha = o->alpha;
     if (v->e.bias) from_vector(o, &v->bias, NCONV_U_BIAS, &s->g.bias), s->ptr[NCONV_U_BIAS] = v->bias.data;
     if (v->e.z) from_view(o, &v->z, NCONV_U_Z, NULL, &s->g.z), s->ptr[NCONV_U_Z] = v->z.data;
 }
@@ -293,123 +323,110 @@ static void pad_geom(const nconv_oplan *o, const nconv_view *x, const nconv_view
 
 /* x padded by the problem's mode into temporary `tmp` (xp: its view). */
 static void pad_step(call *k, const nconv_view *x, int tmp, nconv_view *xp) {
-    step *s = add_step(k, NCONV_G_SCALE, "padding");
+    step *s = add_step(k, NCONV_G_CONV_FWD, "padding");
     k->tmp[tmp] = padded_view(k->o, x, xp);
     s->kernel = KERNEL_PAD;
-    s->g.x.dt = x->dt;
     s->ptr[NCONV_U_X] = x->data, s->in[NCONV_U_Y] = tmp;
-    pad_geom(k->o, x, xp, &s->geom);
-    s->geom.total = nconv__view_numel(xp);
+    pad_geom(k->o, x, xp, &s->pad);
+    s->pad.total = nconv__view_numel(xp);
 }
 
 /* dx from the padded input's gradient in temporary `tmp` (view dxp): each element sums
  * the padded elements its mode maps to it. */
 static void fold_step(call *k, const nconv_view *dxp, int tmp, const nconv_view *dx) {
-    step *s = add_step(k, NCONV_G_SCALE, "padding backward");
+    step *s = add_step(k, NCONV_G_CONV_FWD, "padding backward");
     s->kernel = KERNEL_FOLD;
-    s->g.x.dt = dx->dt;
     s->in[NCONV_U_X] = tmp, s->ptr[NCONV_U_Y] = dx->data;
-    pad_geom(k->o, dx, dxp, &s->geom);
-    s->geom.total = nconv__view_numel(dx);
+    pad_geom(k->o, dx, dxp, &s->pad);
+    s->pad.total = nconv__view_numel(dx);
 }
 
 static int has_epilogue(const nconv_fwd_ops *v, const nconv_oplan *o) { return v->e.bias || v->e.z || o->relu; }
 
-/* The steps of a forward: one fused graph where cuDNN has an engine for it (fused = 1),
- * else the convolution into temporary A (or B, cropped) and the epilogue after it. */
+/* The steps of a forward: the convolution with its epilogue fused into its graph where cuDNN
+ * has an engine for it (fused = 1), else the convolution into temporary A and the epilogue
+ * kernel. A padding mode pads x first; a transposed problem whose output padding reaches
+ * past its end padding convolves into the zeroed temporary B, and the epilogue (or a copy)
+ * writes all of y. */
 static void forward_steps(call *k, const nconv_fwd_ops *v, int fused) {
     const nconv_oplan *o = k->o;
     k->n = 0, memset(k->tmp, 0, sizeof k->tmp);
     step *s;
+    nconv_view whole;
     if (o->p.padding_mode != NCONV_PAD_ZEROS) {
         nconv_view xp;
         pad_step(k, &v->x, IN_TMP_B, &xp);
-        s = conv_step(k, NCONV_G_CONV_FWD, &xp, &v->w, &v->y, "forward");
-        s->in[NCONV_U_X] = IN_TMP_B;
+        s = conv_step(k, NCONV_G_CONV_FWD, &xp, IN_TMP_B, &v->w, &v->y, IN_USER, "forward", NULL);
+    } else if (o->p.transposed) {
+        s = conv_step(k, NCONV_G_CONV_BWD_D, &v->y, IN_USER, &v->w, &v->x, IN_USER, "transposed forward", &whole);
+        if (s->in[NCONV_U_X] == IN_TMP_B) {
+            epilogue_step(k, v, &whole, IN_TMP_B);
+            return;
+        }
     } else {
-        s = o->p.transposed ? conv_step(k, NCONV_G_CONV_BWD_D, &v->y, &v->w, &v->x, "transposed forward")
-                            : conv_step(k, NCONV_G_CONV_FWD, &v->x, &v->w, &v->y, "forward");
-    }
-    const int written = o->p.transposed ? NCONV_U_X : NCONV_U_Y;
-    if (o->p.transposed && s->in[NCONV_U_X] == IN_TMP_B) { /* cropped: the epilogue runs on the whole output */
-        copy_out(k, s, &v->y, has_epilogue(v, o) ? NCONV_G_EPILOGUE : NCONV_G_SCALE);
-        if (has_epilogue(v, o)) epilogue_of(k, &k->s[k->n - 1], v);
-        return;
+        s = conv_step(k, NCONV_G_CONV_FWD, &v->x, IN_USER, &v->w, &v->y, IN_USER, "forward", NULL);
     }
     if (!has_epilogue(v, o)) return;
     if (fused) {
-        s->g.fused = 1;
-        epilogue_of(k, s, v);
+        fuse_epilogue(k, s, v);
         return;
     }
     /* Unfused: the convolution writes temporary A, dense like y. */
+    nconv_view pre;
+    k->tmp[IN_TMP_A] = dense_view(&v->y, &pre);
+    const int written = o->p.transposed ? NCONV_U_X : NCONV_U_Y;
     nconv_gtensor *t = written == NCONV_U_X ? &s->g.x : &s->g.y;
-    k->tmp[IN_TMP_A] = dense_like(t);
-    s->in[written] = IN_TMP_A;
-    step *e = add_step(k, NCONV_G_EPILOGUE, "epilogue");
-    from_view(o, &v->y, NCONV_U_Y, NULL, &e->g.y);
-    e->g.x = e->g.y, e->g.x.uid = NCONV_U_A;
-    dense_like(&e->g.x);
-    e->in[NCONV_U_A] = IN_TMP_A, e->ptr[NCONV_U_Y] = v->y.data;
-    epilogue_of(k, e, v);
+    from_view(o, &pre, written, NULL, t);
+    s->in[written] = IN_TMP_A, s->ptr[written] = NULL;
+    epilogue_step(k, v, &pre, IN_TMP_A);
 }
 
+/* The steps of a backward: relu's mask of dy into temporary A (dpre; else dy itself), dz =
+ * alpha * dpre, db = channel sums of dpre, dx (backward-data; transposed: forward), dw
+ * (backward-filter). A padding mode convolves its padded input: dx through the padded
+ * gradient (temporary C) and the fold, dw from x padded into B. */
 static void backward_steps(call *k, const nconv_bwd_ops *v) {
     const nconv_oplan *o = k->o;
     k->n = 0, memset(k->tmp, 0, sizeof k->tmp);
-    /* dpre: dy masked by relu's y > 0, in temporary A (dense like dy); else dy itself. */
     nconv_view dpre = v->dy;
     int dpre_in = IN_USER;
     if (o->relu) {
-        step *s = add_step(k, NCONV_G_RELU_BWD, "relu backward");
-        from_view(o, &v->dy, NCONV_U_X, NULL, &s->g.x);
-        from_view(o, &v->y, NCONV_U_Z, NULL, &s->g.z);
-        s->g.y = s->g.x, s->g.y.uid = NCONV_U_Y;
-        k->tmp[IN_TMP_A] = dense_like(&s->g.y);
-        s->ptr[NCONV_U_X] = v->dy.data, s->ptr[NCONV_U_Z] = v->y.data, s->in[NCONV_U_Y] = IN_TMP_A;
-        for (int i = 0; i < 5; i++) dpre.stride[i] = 0;
-        int64_t st = 1;
-        for (int i = 4; i >= 0; i--) dpre.stride[i] = st, st *= dpre.shape[i];
-        dpre.data = NULL, dpre_in = IN_TMP_A;
+        k->tmp[IN_TMP_A] = dense_view(&v->dy, &dpre);
+        dpre_in = IN_TMP_A;
+        ew_step(k, KERNEL_MASK, "relu backward", &dpre, IN_TMP_A, &v->dy, IN_USER, &v->y, IN_USER, NULL);
     }
-    step *s;
     if (v->outputs & NCONV_OUT_DZ) {
-        s = add_step(k, NCONV_G_SCALE, "dz");
-        from_view(o, &dpre, NCONV_U_X, NULL, &s->g.x);
-        from_view(o, &v->dz, NCONV_U_Y, NULL, &s->g.y);
-        s->g.alpha = o->alpha;
-        s->ptr[NCONV_U_X] = dpre.data, s->in[NCONV_U_X] = dpre_in, s->ptr[NCONV_U_Y] = v->dz.data;
+        step *s = ew_step(k, KERNEL_EPILOGUE, "dz", &v->dz, IN_USER, &dpre, dpre_in, NULL, IN_USER, NULL);
+        s->ew.alpha_a = o->alpha;
     }
-    if (v->outputs & NCONV_OUT_DB) {
-        s = add_step(k, NCONV_G_REDUCE, "db");
-        from_view(o, &dpre, NCONV_U_X, NULL, &s->g.x);
-        from_vector(o, &v->db, NCONV_U_Y, &s->g.y);
-        s->ptr[NCONV_U_X] = dpre.data, s->in[NCONV_U_X] = dpre_in, s->ptr[NCONV_U_Y] = v->db.data;
-    }
+    if (v->outputs & NCONV_OUT_DB) ew_step(k, KERNEL_CHSUM, "db", &v->db, IN_USER, &dpre, dpre_in, NULL, 0, NULL);
     const int padded = o->p.padding_mode != NCONV_PAD_ZEROS;
-    if ((v->outputs & NCONV_OUT_DX) && padded) { /* the padded input's gradient, folded back onto dx */
-        nconv_view dxp;
-        k->tmp[IN_TMP_C] = padded_view(o, &v->dx, &dxp);
-        s = conv_step(k, NCONV_G_CONV_BWD_D, &dxp, &v->w, &dpre, "backward data");
-        s->in[NCONV_U_X] = IN_TMP_C, s->in[NCONV_U_Y] = dpre_in;
-        fold_step(k, &dxp, IN_TMP_C, &v->dx);
-    } else if (v->outputs & NCONV_OUT_DX) {
-        s = o->p.transposed ? conv_step(k, NCONV_G_CONV_FWD, &dpre, &v->w, &v->dx, "backward data")
-                            : conv_step(k, NCONV_G_CONV_BWD_D, &v->dx, &v->w, &dpre, "backward data");
-        if (o->p.transposed) s->in[NCONV_U_X] = dpre_in;
-        else s->in[NCONV_U_Y] = dpre_in;
-        if (!o->p.transposed && s->in[NCONV_U_X] == IN_TMP_B) copy_out(k, s, &v->dx, NCONV_G_SCALE);
+    if (v->outputs & NCONV_OUT_DX) {
+        if (padded) { /* the padded input's gradient, folded back onto dx */
+            nconv_view dxp;
+            k->tmp[IN_TMP_C] = padded_view(o, &v->dx, &dxp);
+            conv_step(k, NCONV_G_CONV_BWD_D, &dxp, IN_TMP_C, &v->w, &dpre, dpre_in, "backward data", NULL);
+            fold_step(k, &dxp, IN_TMP_C, &v->dx);
+        } else if (o->p.transposed) {
+            conv_step(k, NCONV_G_CONV_FWD, &dpre, dpre_in, &v->w, &v->dx, IN_USER, "backward data", NULL);
+        } else {
+            nconv_view whole;
+            const step *s =
+                conv_step(k, NCONV_G_CONV_BWD_D, &v->dx, IN_USER, &v->w, &dpre, dpre_in, "backward data", &whole);
+            if (s->in[NCONV_U_X] == IN_TMP_B)
+                ew_step(k, KERNEL_EPILOGUE, "copy", &v->dx, IN_USER, &whole, IN_TMP_B, NULL, IN_USER, NULL);
+        }
     }
-    if ((v->outputs & NCONV_OUT_DW) && padded) {
-        nconv_view xp;
-        pad_step(k, &v->x, IN_TMP_B, &xp);
-        s = conv_step(k, NCONV_G_CONV_BWD_W, &xp, &v->dw, &dpre, "backward weights");
-        s->in[NCONV_U_X] = IN_TMP_B, s->in[NCONV_U_Y] = dpre_in;
-    } else if (v->outputs & NCONV_OUT_DW) {
-        s = o->p.transposed ? conv_step(k, NCONV_G_CONV_BWD_W, &dpre, &v->dw, &v->x, "backward weights")
-                            : conv_step(k, NCONV_G_CONV_BWD_W, &v->x, &v->dw, &dpre, "backward weights");
-        if (o->p.transposed) s->in[NCONV_U_X] = dpre_in;
-        else s->in[NCONV_U_Y] = dpre_in;
+    if (v->outputs & NCONV_OUT_DW) {
+        if (padded) {
+            nconv_view xp;
+            pad_step(k, &v->x, IN_TMP_B, &xp);
+            conv_step(k, NCONV_G_CONV_BWD_W, &xp, IN_TMP_B, &v->dw, &dpre, dpre_in, "backward weights", NULL);
+        } else if (o->p.transposed) {
+            conv_step(k, NCONV_G_CONV_BWD_W, &dpre, dpre_in, &v->dw, &v->x, IN_USER, "backward weights", NULL);
+        } else {
+            conv_step(k, NCONV_G_CONV_BWD_W, &v->x, IN_USER, &v->dw, &dpre, dpre_in, "backward weights", NULL);
+        }
     }
 }
 
@@ -510,10 +527,15 @@ static cudnnBackendDescriptor_t execution_plan(const nconv_cuda_lib *lib, cudnnH
 /* Runs plan on the step's pointers (temporaries from tmp, workspace ws). */
 static cudnnStatus_t execute(const nconv_cuda_lib *lib, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                              const step *s, void *const tmp[NTMP], void *ws) {
-    int64_t uids[NCONV_U_T2 + 1];
-    void *ptrs[NCONV_U_T2 + 1];
+    int64_t uids[NCONV_U_COUNT];
+    void *ptrs[NCONV_U_COUNT];
     int64_t n = 0;
-    for (int u = 1; u <= NCONV_U_T2; u++) {
+    /* z's scale, by value (host memory cuDNN reads as it launches) */
+    float alpha_f = (float)s->g.alpha;
+    double alpha_d = s->g.alpha;
+    if (s->g.fused && s->g.z.uid && s->g.alpha != 1.0)
+        uids[n] = NCONV_U_ALPHA, ptrs[n++] = s->g.compute == NCONV_F64 ? (void *)&alpha_d : (void *)&alpha_f;
+    for (int u = 1; u < NCONV_U_COUNT; u++) {
         if (!s->ptr[u] && s->in[u] == IN_USER) continue;
         uids[n] = u, ptrs[n] = s->in[u] == IN_USER ? s->ptr[u] : tmp[s->in[u]];
         n++;
@@ -683,43 +705,64 @@ static nconv_status driver_fail(const nconv_cuda_driver *d, CUresult r, const ch
     return nconv__error(NCONV_UNSUPPORTED, "nconv: %s failed: %s", what, name);
 }
 
-/* The padding kernels of c's device, loaded at their first use (c->lock held). */
+/* nconv's kernels on c's device, loaded at their first use (c->lock held): by kernel kind
+ * (KERNEL_PAD .. KERNEL_CHSUM) and dtype (f32, f64, f16, bf16; the padding gather by element
+ * size: 2, 4, 8 bytes in the slots of f16, f32, f64). */
 static nconv_status kernels_of(nconv_cuda *c) {
-    if (c->pad_module) return NCONV_OK;
-    if (!nconv__pad_ptx_size)
-        return nconv__error(NCONV_UNSUPPORTED, "nconv: padding modes on a CUDA context need the padding kernels, "
-                                               "which this build lacks (nvcc was not found)");
+    if (c->modules[0]) return NCONV_OK;
+    if (!nconv__pad_ptx_size || !nconv__elementwise_ptx_size)
+        return nconv__error(NCONV_UNSUPPORTED, "nconv: this build has no CUDA kernels of its own (nvcc was not "
+                                               "found), which padding modes and the elementwise steps need");
     const nconv_cuda_driver *d = nconv__cuda_driver();
     if (!d) return NCONV_UNSUPPORTED;
-    static const char *const pads[3] = {"nconv_pad_b2", "nconv_pad_b4", "nconv_pad_b8"};
-    static const char *const folds[4] = {"nconv_fold_f32", "nconv_fold_f64", "nconv_fold_f16", "nconv_fold_bf16"};
-    CUmodule m;
-    CUresult r = d->ModuleLoadData(&m, nconv__pad_ptx);
-    if (r != CUDA_SUCCESS) return driver_fail(d, r, "loading the padding kernels (cuModuleLoadData)");
-    for (int i = 0; r == CUDA_SUCCESS && i < 7; i++)
-        r = d->ModuleGetFunction(i < 3 ? &c->pad[i] : &c->fold[i - 3], m, i < 3 ? pads[i] : folds[i - 3]);
+    static const char *const kinds[] = {NULL, "pad", "fold", "epilogue", "mask", "chsum"};
+    static const char *const types[4] = {"f32", "f64", "f16", "bf16"}, *const sizes[4] = {"b4", "b8", "b2", NULL};
+    const char *ptx[2] = {nconv__pad_ptx, nconv__elementwise_ptx};
+    CUresult r = CUDA_SUCCESS;
+    CUmodule m[2] = {NULL, NULL};
+    for (int i = 0; r == CUDA_SUCCESS && i < 2; i++) r = d->ModuleLoadData(&m[i], ptx[i]);
+    for (int kind = KERNEL_PAD; r == CUDA_SUCCESS && kind <= KERNEL_CHSUM; kind++)
+        for (int t = 0; r == CUDA_SUCCESS && t < 4; t++) {
+            const char *suffix = kind == KERNEL_PAD ? sizes[t] : types[t];
+            if (!suffix) continue;
+            char name[64];
+            snprintf(name, sizeof name, "nconv_%s_%s", kinds[kind], suffix);
+            r = d->ModuleGetFunction(&c->fn[kind][t], m[kind <= KERNEL_FOLD ? 0 : 1], name);
+        }
     if (r != CUDA_SUCCESS) {
-        d->ModuleUnload(m);
-        return driver_fail(d, r, "cuModuleGetFunction");
+        for (int i = 0; i < 2; i++)
+            if (m[i]) d->ModuleUnload(m[i]);
+        return driver_fail(d, r, "loading nconv's CUDA kernels");
     }
-    c->pad_module = m;
+    c->modules[0] = m[0], c->modules[1] = m[1];
     return NCONV_OK;
+}
+
+static int dtype_slot(nconv_dtype dt) {
+    return dt == NCONV_F32 ? 0 : dt == NCONV_F64 ? 1 : dt == NCONV_F16 ? 2 : 3;
 }
 
 static nconv_status launch(nconv_cuda *c, const step *s, void *const tmp[NTMP]) {
     const nconv_cuda_driver *d = nconv__cuda_driver();
-    const size_t es = nconv_dtype_size(s->g.x.dt);
-    CUfunction f = s->kernel == KERNEL_PAD ? c->pad[es == 2 ? 0 : es == 4 ? 1 : 2]
-                                           : c->fold[s->g.x.dt == NCONV_F32 ? 0 : s->g.x.dt == NCONV_F64 ? 1
-                                                     : s->g.x.dt == NCONV_F16 ? 2 : 3];
-    void *src = s->in[NCONV_U_X] ? tmp[s->in[NCONV_U_X]] : s->ptr[NCONV_U_X];
-    void *dst = s->in[NCONV_U_Y] ? tmp[s->in[NCONV_U_Y]] : s->ptr[NCONV_U_Y];
-    nconv_pad_geom g = s->geom;
-    void *args[] = {&src, &dst, &g};
-    const int64_t blocks = (g.total + 255) / 256;
-    const CUresult r = d->LaunchKernel(f, (unsigned)(blocks < 65536 ? blocks : 65536), 1, 1, 256, 1, 1, 0,
-                                       (CUstream)c->stream, args, NULL);
-    return r == CUDA_SUCCESS ? NCONV_OK : driver_fail(d, r, "launching a padding kernel (cuLaunchKernel)");
+    void *p[NCONV_U_COUNT];
+    for (int u = 0; u < NCONV_U_COUNT; u++) p[u] = s->in[u] ? tmp[s->in[u]] : s->ptr[u];
+    const int slot = s->kernel == KERNEL_PAD && s->dt == NCONV_BF16 ? 2 : dtype_slot(s->dt); /* bf16 pads as 2 bytes */
+    nconv_pad_geom pg = s->pad;
+    nconv_ew_geom eg = s->ew;
+    void *pad_args[] = {&p[NCONV_U_X], &p[NCONV_U_Y], &pg};
+    void *epi_args[] = {&p[NCONV_U_Y], &p[NCONV_U_X], &p[NCONV_U_BIAS], &p[NCONV_U_Z], &eg};
+    void *mask_args[] = {&p[NCONV_U_Y], &p[NCONV_U_X], &p[NCONV_U_Z], &eg};
+    void *sum_args[] = {&p[NCONV_U_Y], &p[NCONV_U_X], &eg};
+    void **args = s->kernel <= KERNEL_FOLD ? pad_args
+                  : s->kernel == KERNEL_EPILOGUE ? epi_args
+                  : s->kernel == KERNEL_MASK     ? mask_args
+                                                 : sum_args;
+    const int64_t total = s->kernel <= KERNEL_FOLD ? pg.total : eg.total;
+    /* chsum: a block of 256 threads per channel; the others: grid-stride loops */
+    const int64_t blocks = s->kernel == KERNEL_CHSUM ? total : (total + 255) / 256;
+    const CUresult r = d->LaunchKernel(c->fn[s->kernel][slot], (unsigned)(blocks < 65536 ? blocks : 65536), 1, 1,
+                                       256, 1, 1, 0, (CUstream)c->stream, args, NULL);
+    return r == CUDA_SUCCESS ? NCONV_OK : driver_fail(d, r, "launching the kernel of the step");
 }
 
 /* The temporaries of k one after the other from base (NULL: only their size), 256-byte
@@ -983,7 +1026,6 @@ void nconv__cuda_temp_free(nconv_context *ctx, void *p) { dev_free(ctx, nconv__c
 nconv_status nconv__cuda_pointwise(nconv_context *ctx, const nconv_problem *p, const int64_t *shape,
                                    const nconv_tensor *a, const nconv_tensor *mask, const nconv_tensor *bias,
                                    const nconv_tensor *z, double alpha, const nconv_tensor *out) {
-    nconv_cuda *c = nconv__ctx_cuda(ctx);
     nconv_oplan o;
     memset(&o, 0, sizeof o);
     o.p = *p, o.alpha = alpha;
@@ -993,35 +1035,19 @@ nconv_status nconv__cuda_pointwise(nconv_context *ctx, const nconv_problem *p, c
     nconv_view va, vm, vo, vb, vz;
     nconv__make_view(p->ndims, p->dtype, out, 0, shape[0], shape[1], shape + 2, &vo);
     if (a) nconv__make_view(p->ndims, p->dtype, a, 0, shape[0], shape[1], shape + 2, &va);
-    step *s = add_step(&k, mask ? NCONV_G_RELU_BWD : bias || z ? NCONV_G_EPILOGUE : NCONV_G_SCALE, "elementwise");
-    from_view(&o, &vo, NCONV_U_Y, NULL, &s->g.y);
-    s->ptr[NCONV_U_Y] = out->data;
-    if (a) {
-        from_view(&o, &va, NCONV_U_X, NULL, &s->g.x);
-        s->ptr[NCONV_U_X] = a->data;
-    } else { /* zeros: a zeroed dense temporary */
-        s->g.x = s->g.y, s->g.x.uid = NCONV_U_X;
-        k.tmp[IN_TMP_A] = dense_like(&s->g.x);
-        s->in[NCONV_U_X] = IN_TMP_A, s->zero = IN_TMP_A;
-    }
     if (mask) {
         nconv__make_view(p->ndims, p->dtype, mask, 0, shape[0], shape[1], shape + 2, &vm);
-        from_view(&o, &vm, NCONV_U_Z, NULL, &s->g.z);
-        s->ptr[NCONV_U_Z] = mask->data;
-    } else if (bias || z) {
-        s->g.alpha = alpha;
+        ew_step(&k, KERNEL_MASK, "relu mask", &vo, IN_USER, &va, IN_USER, &vm, IN_USER, NULL);
+    } else {
         if (bias) {
             const int64_t one[NCONV_MAX_SPATIAL] = {1, 1, 1};
             nconv__make_view(p->ndims, p->dtype, bias, 0, 1, shape[1], one, &vb);
             vb.rank = 1, vb.shape[0] = shape[1], vb.stride[0] = bias->stride[0];
-            from_vector(&o, &vb, NCONV_U_BIAS, &s->g.bias);
-            s->ptr[NCONV_U_BIAS] = bias->data;
         }
-        if (z) {
-            nconv__make_view(p->ndims, p->dtype, z, 0, shape[0], shape[1], shape + 2, &vz);
-            from_view(&o, &vz, NCONV_U_Z, NULL, &s->g.z);
-            s->ptr[NCONV_U_Z] = z->data;
-        }
+        if (z) nconv__make_view(p->ndims, p->dtype, z, 0, shape[0], shape[1], shape + 2, &vz);
+        step *s = ew_step(&k, KERNEL_EPILOGUE, "elementwise", &vo, IN_USER, a ? &va : NULL, IN_USER, z ? &vz : NULL,
+                          IN_USER, bias ? &vb : NULL);
+        s->ew.alpha_b = alpha;
     }
-    return run_steps(ctx, c, &k, NULL, NULL, 0);
+    return run_steps(ctx, nconv__ctx_cuda(ctx), &k, NULL, NULL, 0);
 }

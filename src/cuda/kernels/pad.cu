@@ -4,9 +4,8 @@
 // (each input element sums, in a fixed order, the padded elements mapped to it: no
 // atomics, so the result does not depend on the schedule). Compiled to PTX at build
 // time and loaded through the driver API, so the library links no CUDA.
-#include <cuda_fp16.h>
-
-#include "pad_geom.h"
+#include "elements.cuh"
+#include "geom.h"
 #include "pad_index.h"
 
 template <typename T>
@@ -24,18 +23,6 @@ __device__ void pad(const T *x, T *xp, const nconv_pad_geom &g) {
         xp[po + c * g.ps[1] + n * g.ps[0]] = x[xo + c * g.xs[1] + n * g.xs[0]];
     }
 }
-
-__device__ __forceinline__ float load(const __half *p) { return __half2float(*p); }
-__device__ __forceinline__ float load(const unsigned short *p) { return __uint_as_float((unsigned)*p << 16); }
-__device__ __forceinline__ float load(const float *p) { return *p; }
-__device__ __forceinline__ double load(const double *p) { return *p; }
-__device__ __forceinline__ void store(__half *p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store(unsigned short *p, float v) { // bf16, round to nearest even
-    const unsigned u = __float_as_uint(v);
-    *p = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-__device__ __forceinline__ void store(float *p, float v) { *p = v; }
-__device__ __forceinline__ void store(double *p, double v) { *p = v; }
 
 __device__ __forceinline__ int64_t next(int64_t p, int64_t x, int a, const nconv_pad_geom &g) {
     return nconv__pad_next_source(p, x, g.pb[a], g.in[a], g.out[a], g.mode);
