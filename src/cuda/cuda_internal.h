@@ -136,6 +136,92 @@ void nconv__cudnn_graph_destroy(const nconv_cuda_lib *lib, nconv_cudnn_graph *g)
 /* The error message of a failed cuDNN call. */
 nconv_status nconv__cudnn_fail(const nconv_cuda_lib *lib, cudnnStatus_t s, const char *what);
 
+/* ------------------------------------------------------------- the context */
+
+/* A graph's execution plan, kept by the context. */
+typedef struct cached_plan {
+    nconv_gspec key;
+    unsigned settings; /* the context's that chose it: deterministic, TF32, benchmark policy */
+    cudnnBackendDescriptor_t plan;
+    nconv_cudnn_graph graph;
+    int64_t workspace;
+} cached_plan;
+
+struct nconv_cuda {
+    const nconv_cuda_lib *lib;
+    int device;
+    cudaStream_t stream;
+    cudnnHandle_t handle;
+    int allow_tf32;
+    pthread_mutex_t lock; /* the cache and the kept workspace */
+    cached_plan *cache;
+    size_t n, cap;
+    void *ws; /* device memory kept between calls */
+    size_t ws_size;
+    CUmodule modules[2];   /* kernels/pad.cu and kernels/elementwise.cu, loaded when first needed */
+    CUfunction fn[6][4];   /* by kernel kind and dtype (see kernels_of) */
+};
+
+/* The error of a failed CUDA runtime call. */
+nconv_status nconv__cuda_fail(const nconv_cuda_lib *lib, cudaError_t e, const char *what);
+/* Device memory of the context: its allocator where one was given, else cudaMalloc. */
+void *nconv__cuda_dev_alloc(nconv_context *ctx, nconv_cuda *c, size_t bytes);
+void nconv__cuda_dev_free(nconv_context *ctx, nconv_cuda *c, void *p);
+
+/* ------------------------------------------------------------ the steps */
+
+/* Buffers a step's tensors live in: the caller's memory or the call's temporaries. */
+enum { IN_USER = 0, IN_TMP_A = 1, IN_TMP_B = 2, IN_TMP_C = 3, NTMP = 4 };
+
+/* Steps that are nconv's own kernels rather than cuDNN graphs (kernels/pad.cu,
+ * kernels/elementwise.cu). Their operands go by uid: X the input (a), Z the second input (b),
+ * BIAS, Y the output. */
+enum { KERNEL_NONE = 0, KERNEL_PAD, KERNEL_FOLD, KERNEL_EPILOGUE, KERNEL_MASK, KERNEL_CHSUM };
+
+typedef struct step {
+    nconv_gspec g;
+    void *ptr[NCONV_U_COUNT]; /* by uid, user memory */
+    int in[NCONV_U_COUNT];    /* by uid: IN_USER or a temporary */
+    int zero;                 /* a temporary to set to zeros first, or 0 */
+    const char *name;
+    int kernel;               /* KERNEL_* */
+    nconv_dtype dt;           /* a kernel's element type */
+    nconv_pad_geom pad;
+    nconv_ew_geom ew;
+} step;
+
+/* The most steps a call runs: backward with relu, dz, db, a padded dx (two) and dw (two). */
+enum { MAX_STEPS = 8 };
+
+typedef struct call {
+    step s[MAX_STEPS];
+    int n;
+    size_t tmp[NTMP]; /* bytes of temporaries A, B and C */
+    const nconv_oplan *o;
+} call;
+
+/* The steps of a forward (fused: its epilogue in the convolution's graph) and of a backward. */
+void nconv__cuda_forward_steps(call *k, const nconv_fwd_ops *v, int fused);
+void nconv__cuda_backward_steps(call *k, const nconv_bwd_ops *v);
+/* An elementwise kernel step over out's shape (kernel: KERNEL_EPILOGUE, _MASK or _CHSUM);
+ * a, b and bias may be NULL, their data NULL with a temporary named in *_tmp. */
+step *nconv__cuda_ew_step(call *k, int kernel, const char *name, const nconv_view *out, int out_tmp,
+                          const nconv_view *a, int a_tmp, const nconv_view *b, int b_tmp, const nconv_view *bias);
+
+/* ------------------------------------------------------------ the plans */
+
+/* The context's settings a plan was chosen under (deterministic, TF32, benchmark). */
+unsigned nconv__cuda_settings(const nconv_context *ctx, const nconv_cuda *c);
+cached_plan *nconv__cuda_cache_find(nconv_cuda *c, const nconv_gspec *key, unsigned settings);
+/* The execution plan of step s's graph, from the cache or chosen (engines within `room` bytes of
+ * workspace, 0: any; the benchmark policy times them on s's operands, tmp the temporaries).
+ * c->lock held. */
+nconv_status nconv__cuda_plan_of(nconv_context *ctx, nconv_cuda *c, const step *s, void *const tmp[NTMP],
+                                 size_t room, cached_plan *out);
+/* Runs plan on step s's pointers (temporaries from tmp, workspace ws). */
+cudnnStatus_t nconv__cuda_execute(const nconv_cuda_lib *lib, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                  const step *s, void *const tmp[NTMP], void *ws);
+
 /* The graphs a forward (fwd given; fused: its epilogue in the convolution's graph) or a
  * backward (bwd given) runs, in order, into out (at most cap); their count, and in *kernels
  * the count of its steps that are nconv's own kernels (kernels/). */
