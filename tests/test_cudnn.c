@@ -68,8 +68,9 @@ static void map_problem(const nconv_problem *p, nconv_layout layout, int relu, i
     nconv_bwd_ops v;
     st = nconv__oplan_prepare(&o, p, &epi, 1, outputs);
     if (!st)
-        st = nconv__bwd_ops(&o, &x, &w, &y, &dy, outputs & NCONV_OUT_DX ? &dx : NULL, outputs & NCONV_OUT_DW ? &dw : NULL,
-                            outputs & NCONV_OUT_DB ? &db : NULL, outputs & NCONV_OUT_DZ ? &dz : NULL, &v);
+        st = nconv__bwd_ops(&o, &x, &w, &y, &dy, outputs & NCONV_OUT_DX ? &dx : NULL,
+                            outputs & NCONV_OUT_DW ? &dw : NULL, outputs & NCONV_OUT_DB ? &db : NULL,
+                            outputs & NCONV_OUT_DZ ? &dz : NULL, &v);
     CHECK(st == NCONV_OK, "%s: backward operands: %s", what, nconv_last_error());
     if (st) return;
     /* a convolution each for dx and dw; kernels: relu's mask, dz, db, and the padding's */
@@ -127,7 +128,8 @@ static void test_mapping_shapes(void) {
     int64_t xs[5], ws[5], ys[5];
     nconv_problem_shapes(&p, xs, ws, ys);
     nconv_tensor x, w, y;
-    tensor(&x, 0, 3, xs, NCONV_LAYOUT_NCX), tensor(&w, 1, 3, ws, NCONV_LAYOUT_NCX), tensor(&y, 2, 3, ys, NCONV_LAYOUT_NCX);
+    tensor(&x, 0, 3, xs, NCONV_LAYOUT_NCX), tensor(&w, 1, 3, ws, NCONV_LAYOUT_NCX);
+    tensor(&y, 2, 3, ys, NCONV_LAYOUT_NCX);
     nconv_oplan o;
     nconv_fwd_ops f;
     nconv_gspec g[8];
@@ -162,7 +164,8 @@ static void test_mapping_shapes(void) {
     nconv_problem_shapes(&p, xs, ws, ys);
     nconv_tensor b;
     const int64_t oc = 4;
-    tensor(&x, 0, 4, xs, NCONV_LAYOUT_NXC), tensor(&w, 1, 4, ws, NCONV_LAYOUT_NCX), tensor(&y, 2, 4, ys, NCONV_LAYOUT_NXC);
+    tensor(&x, 0, 4, xs, NCONV_LAYOUT_NXC), tensor(&w, 1, 4, ws, NCONV_LAYOUT_NCX);
+    tensor(&y, 2, 4, ys, NCONV_LAYOUT_NXC);
     tensor(&b, 3, 1, &oc, NCONV_LAYOUT_NCX);
     const nconv_epilogue relu = {NCONV_ACT_RELU, 1.0};
     CHECK(!nconv__oplan_prepare(&o, &p, &relu, 0, 0) && !nconv__fwd_ops(&o, &x, &w, &b, NULL, &y, &f), "%s",
@@ -245,9 +248,9 @@ static void test_pad_index(void) {
                     }
                     int once = 1;
                     for (int64_t q = 0; q < out; q++) once &= visits[q] == 1;
-                    CHECK(once && ordered && lhs == rhs, "mode %d n %lld pb %lld pe %lld: once %d ordered %d, %lld vs %lld",
-                          mode, (long long)n, (long long)pb, (long long)pe, once, ordered, (long long)lhs,
-                          (long long)rhs);
+                    CHECK(once && ordered && lhs == rhs,
+                          "mode %d n %lld pb %lld pe %lld: once %d ordered %d, %lld vs %lld", mode, (long long)n,
+                          (long long)pb, (long long)pe, once, ordered, (long long)lhs, (long long)rhs);
                     cases++;
                 }
     CHECK(cases > 500, "%d cases", cases);

@@ -61,7 +61,7 @@ void nconv__cuda_dev_free(nconv_context *ctx, nconv_cuda *c, void *p) {
 void nconv__cuda_release(nconv_context *ctx, nconv_cuda *c) {
     if (!c) return;
     for (size_t i = 0; i < c->n; i++) {
-        c->lib->BackendDestroyDescriptor(c->cache[i].plan);
+        if (c->cache[i].plan) c->lib->BackendDestroyDescriptor(c->cache[i].plan);
         nconv__cudnn_graph_destroy(c->lib, &c->cache[i].graph);
     }
     c->n = 0;

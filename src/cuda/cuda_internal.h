@@ -138,7 +138,7 @@ nconv_status nconv__cudnn_fail(const nconv_cuda_lib *lib, cudnnStatus_t s, const
 
 /* ------------------------------------------------------------- the context */
 
-/* A graph's execution plan, kept by the context. */
+/* A graph's execution plan, kept by the context (plan NULL: no engine takes the graph). */
 typedef struct cached_plan {
     nconv_gspec key;
     unsigned settings; /* the context's that chose it: deterministic, TF32, benchmark policy */

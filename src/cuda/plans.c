@@ -31,7 +31,8 @@ static int config_allowed(const nconv_cuda_lib *lib, cudnnBackendDescriptor_t cf
             for (int64_t i = 0; i < count; i++) {
                 if (deterministic && notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ok = 0;
                 if (f32 && !allow_tf32 &&
-                    (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))
+                    (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                     notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))
                     ok = 0;
             }
         else ok = 0;
@@ -103,7 +104,7 @@ static cudnnBackendDescriptor_t execution_plan(const nconv_cuda_lib *lib, cudnnH
 
 /* Runs plan on the step's pointers (temporaries from tmp, workspace ws). */
 cudnnStatus_t nconv__cuda_execute(const nconv_cuda_lib *lib, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
-                             const step *s, void *const tmp[NTMP], void *ws) {
+                                  const step *s, void *const tmp[NTMP], void *ws) {
     int64_t uids[NCONV_U_COUNT];
     void *ptrs[NCONV_U_COUNT];
     int64_t n = 0;
@@ -168,11 +169,14 @@ cached_plan *nconv__cuda_cache_find(nconv_cuda *c, const nconv_gspec *key, unsig
  * heuristics' first allowed config that finalizes within `room` bytes of workspace; under
  * the benchmark policy the fastest of them, timed on the call's operands) and cached.
  * Called with c->lock held. */
-nconv_status nconv__cuda_plan_of(nconv_context *ctx, nconv_cuda *c, const step *s, void *const tmp[NTMP], size_t room,
-                            cached_plan *out) {
+nconv_status nconv__cuda_plan_of(nconv_context *ctx, nconv_cuda *c, const step *s, void *const tmp[NTMP],
+                                 size_t room, cached_plan *out) {
     const nconv_cuda_lib *lib = c->lib;
     const unsigned settings = nconv__cuda_settings(ctx, c);
     cached_plan *hit = nconv__cuda_cache_find(c, &s->g, settings);
+    if (hit && !hit->plan) /* remembered: no engine takes this graph */
+        return nconv__error(NCONV_UNSUPPORTED, "nconv: cuDNN %zu has no engine for the %s step",
+                            lib->cudnnGetVersion(), s->name);
     if (hit) {
         *out = *hit;
         return NCONV_OK;
@@ -197,9 +201,11 @@ nconv_status nconv__cuda_plan_of(nconv_context *ctx, nconv_cuda *c, const step *
     for (int i = 0; i < ncfg; i++)
         kind[i] = config_allowed(lib, cfg[i], nconv__ctx_deterministic(ctx),
                                  s->g.compute == NCONV_F32 && s->g.x.dt == NCONV_F32, c->allow_tf32);
-    /* Engines with precompiled kernels first; those that compile at run time only where
-     * none of them serves. */
-    for (int pass = 1; pass <= 2 && !e.plan; pass++)
+    /* Engines with precompiled kernels first; those that compile at run time (seconds for each
+     * new shape) only where none of them serves, and never for a fused epilogue, which the
+     * convolution and nconv's epilogue kernel compute as well. */
+    const int passes = s->g.fused ? 1 : 2;
+    for (int pass = 1; pass <= passes && !e.plan; pass++)
         for (int i = 0; i < ncfg && !(e.plan && !timed); i++) {
             int64_t need = 0;
             if (kind[i] != pass) continue;
@@ -225,6 +231,7 @@ nconv_status nconv__cuda_plan_of(nconv_context *ctx, nconv_cuda *c, const step *
     for (int i = 0; i < ncfg; i++) lib->BackendDestroyDescriptor(cfg[i]);
     if (!e.plan) {
         nconv__cudnn_graph_destroy(lib, &e.graph);
+        if (ws_least < 0) c->cache[c->n++] = e; /* no engine at all: remembered, not asked again */
         if (ws_least >= 0)
             return nconv__error(NCONV_OUT_OF_MEMORY,
                                 "nconv: cuDNN's engines for the %s step need at least %" PRId64

@@ -168,7 +168,8 @@ static nconv_status plan_steps(nconv_context *ctx, nconv_cuda *c, call *k, const
         }
         if (bench_tmp) temp_layout(k, bench_tmp, tmp);
         st = nconv__cuda_plan_of(ctx, c, &k->s[i], tmp, room, &plans[i]);
-        if (st == NCONV_UNSUPPORTED && fwd && k->s[i].g.fused) { /* no engine fuses it: convolve, then the epilogue */
+        if ((st == NCONV_UNSUPPORTED || st == NCONV_OUT_OF_MEMORY) && fwd && k->s[i].g.fused) {
+            /* no engine fuses it (within the memory): convolve, then the epilogue kernel */
             nconv__cuda_forward_steps(k, fwd, 0);
             i = -1, st = NCONV_OK;
         }
@@ -181,7 +182,7 @@ static nconv_status plan_steps(nconv_context *ctx, nconv_cuda *c, call *k, const
 static void evict(nconv_cuda *c, const call *k, unsigned settings) {
     for (int i = 0; i < k->n; i++) {
         cached_plan *e = k->s[i].kernel ? NULL : nconv__cuda_cache_find(c, &k->s[i].g, settings);
-        if (!e) continue;
+        if (!e || !e->plan) continue;
         c->lib->BackendDestroyDescriptor(e->plan);
         nconv__cudnn_graph_destroy(c->lib, &e->graph);
         *e = c->cache[--c->n];
@@ -364,8 +365,8 @@ nconv_status nconv__cuda_pointwise(nconv_context *ctx, const nconv_problem *p, c
             vb.rank = 1, vb.shape[0] = shape[1], vb.stride[0] = bias->stride[0];
         }
         if (z) nconv__make_view(p->ndims, p->dtype, z, 0, shape[0], shape[1], shape + 2, &vz);
-        step *s = nconv__cuda_ew_step(&k, KERNEL_EPILOGUE, "elementwise", &vo, IN_USER, a ? &va : NULL, IN_USER, z ? &vz : NULL,
-                          IN_USER, bias ? &vb : NULL);
+        step *s = nconv__cuda_ew_step(&k, KERNEL_EPILOGUE, "elementwise", &vo, IN_USER, a ? &va : NULL, IN_USER,
+                                      z ? &vz : NULL, IN_USER, bias ? &vb : NULL);
         s->ew.alpha_b = alpha;
     }
     return run_steps(ctx, nconv__ctx_cuda(ctx), &k, NULL, NULL, 0);

@@ -108,8 +108,8 @@ static step *conv_step(call *k, nconv_gkind kind, const nconv_view *in, int in_t
     return s;
 }
 
-step *nconv__cuda_ew_step(call *k, int kernel, const char *name, const nconv_view *out, int out_tmp, const nconv_view *a,
-                     int a_tmp, const nconv_view *b, int b_tmp, const nconv_view *bias) {
+step *nconv__cuda_ew_step(call *k, int kernel, const char *name, const nconv_view *out, int out_tmp,
+                          const nconv_view *a, int a_tmp, const nconv_view *b, int b_tmp, const nconv_view *bias) {
     step *s = add_step(k, NCONV_G_CONV_FWD, name);
     nconv_ew_geom *g = &s->ew;
     const nconv_view *shape = kernel == KERNEL_CHSUM ? a : out;
@@ -132,8 +132,8 @@ step *nconv__cuda_ew_step(call *k, int kernel, const char *name, const nconv_vie
 
 /* The forward epilogue of `a` (temporary a_tmp) into y: act(a + bias + alpha * z). */
 static void epilogue_step(call *k, const nconv_fwd_ops *v, const nconv_view *a, int a_tmp) {
-    step *s = nconv__cuda_ew_step(k, KERNEL_EPILOGUE, "epilogue", &v->y, IN_USER, a, a_tmp, v->e.z ? &v->z : NULL, IN_USER,
-                      v->e.bias ? &v->bias : NULL);
+    step *s = nconv__cuda_ew_step(k, KERNEL_EPILOGUE, "epilogue", &v->y, IN_USER, a, a_tmp, v->e.z ? &v->z : NULL,
+                                  IN_USER, v->e.bias ? &v->bias : NULL);
     s->ew.alpha_b = k->o->alpha, s->ew.relu = k->o->relu;
 }
 
@@ -250,7 +250,8 @@ void nconv__cuda_backward_steps(call *k, const nconv_bwd_ops *v) {
         step *s = nconv__cuda_ew_step(k, KERNEL_EPILOGUE, "dz", &v->dz, IN_USER, &dpre, dpre_in, NULL, IN_USER, NULL);
         s->ew.alpha_a = o->alpha;
     }
-    if (v->outputs & NCONV_OUT_DB) nconv__cuda_ew_step(k, KERNEL_CHSUM, "db", &v->db, IN_USER, &dpre, dpre_in, NULL, 0, NULL);
+    if (v->outputs & NCONV_OUT_DB)
+        nconv__cuda_ew_step(k, KERNEL_CHSUM, "db", &v->db, IN_USER, &dpre, dpre_in, NULL, IN_USER, NULL);
     const int padded = o->p.padding_mode != NCONV_PAD_ZEROS;
     if (v->outputs & NCONV_OUT_DX) {
         if (padded) { /* the padded input's gradient, folded back onto dx */

@@ -25,8 +25,12 @@ static void dev_free(void *p) {
     if (self_check) free(p);
     else cuda_rt_free(p);
 }
-static int to_dev(void *d, const void *h, size_t n) { return self_check ? (memcpy(d, h, n), 0) : cuda_rt_to_device(d, h, n); }
-static int to_host(void *h, const void *d, size_t n) { return self_check ? (memcpy(h, d, n), 0) : cuda_rt_to_host(h, d, n); }
+static int to_dev(void *d, const void *h, size_t n) {
+    return self_check ? (memcpy(d, h, n), 0) : cuda_rt_to_device(d, h, n);
+}
+static int to_host(void *h, const void *d, size_t n) {
+    return self_check ? (memcpy(h, d, n), 0) : cuda_rt_to_host(h, d, n);
+}
 static int sync_dev(void) { return self_check ? 0 : cuda_rt_synchronize(); }
 enum { X, W, B, Z, Y, DY, DX, DW, DB, DZ };
 static const char *const op_names[OPS] = {"x", "w", "bias", "z", "y", "dy", "dx", "dw", "db", "dz"};

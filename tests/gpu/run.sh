@@ -22,12 +22,27 @@ status=0
 python=/usr/bin/python3
 [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null || python=python3
 
+# cuDNN and the CUDA runtime where PyTorch's wheels put them (nvidia-cudnn-cu13,
+# nvidia-cuda-runtime), else the toolkit's: the same cuDNN as PyTorch's, headers and library.
+wheel_dir() { "$python" -c "import importlib; m = importlib.import_module('$1'); print(list(m.__path__)[0])" 2>/dev/null; }
+cmake_args=()
+cudnn_dir=$(wheel_dir nvidia.cudnn || true)
+if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn_graph.h" ]; then
+    cmake_args+=("-DNCONV_CUDNN_INCLUDE_DIR=$cudnn_dir/include")
+    export NCONV_CUDNN_LIBRARY="$cudnn_dir/lib/libcudnn.so.9" LD_LIBRARY_PATH="$cudnn_dir/lib:${LD_LIBRARY_PATH:-}"
+fi
+cudart_dir=$(wheel_dir nvidia.cuda_runtime || true)
+if [ ! -e /usr/local/cuda/lib64/libcudart.so.13 ] && [ -n "$cudart_dir" ]; then
+    export LD_LIBRARY_PATH="$cudart_dir/lib:${LD_LIBRARY_PATH:-}"
+fi
+
 stage "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 "$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())" || true
+echo "cuDNN for nconv: ${NCONV_CUDNN_LIBRARY:-libcudnn.so.9, found by the dynamic loader}"
 
 stage "build"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DNCONV_CUDNN=ON >"$out/cmake.txt" 2>&1 &&
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DNCONV_CUDNN=ON "${cmake_args[@]}" >"$out/cmake.txt" 2>&1 &&
     cmake --build build-gpu -j"$(nproc)" --target nconv nconv_cli test_cudnn gpu_check >>"$out/cmake.txt" 2>&1 ||
     { tail -30 "$out/cmake.txt"; echo "BUILD FAILED"; exit 1; }
 

@@ -112,7 +112,8 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
                 if (ms < 0) continue;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
                 const double gf = flops / (ms * 1e-3) * 1e-9;
-                if (csv) printf("%s,%s,%s,%s,%d,cudnn,%.5f,%.2f,,,,,,\n", cp->name, desc, dir_names[dir], lname, 1, ms, gf);
+                if (csv)
+                    printf("%s,%s,%s,%s,1,cudnn,%.5f,%.2f,,,,,,\n", cp->name, desc, dir_names[dir], lname, ms, gf);
                 else printf("%-26s %-5s %-6s %9.4f %9.1f %-6s\n", cp->name, dir_names[dir], lname, ms, gf, "cuda:0");
                 fflush(stdout);
             }
