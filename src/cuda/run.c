@@ -274,14 +274,80 @@ static void run_of(const nconv_oplan *o, int64_t nn, nconv_oplan *r) {
     r->xs[0] = r->ys[0] = nn;
 }
 
-nconv_status nconv__cuda_forward(nconv_context *ctx, const nconv_oplan *o, const nconv_fwd_ops *v, void *workspace,
-                                 size_t workspace_size) {
-    nconv_cuda *c = nconv__ctx_cuda(ctx);
-    const nconv_view *ops[] = {&v->x, &v->w, &v->y, v->e.bias ? &v->bias : NULL, v->e.z ? &v->z : NULL};
-    static const char *const names[] = {"x", "w", "y", "bias", "z"};
+/* ------------------------------------------------- operands cuDNN takes */
+
+/* cuDNN's engines take packed tensors: dense in the order N, C, spatial or N, spatial, C
+ * (unit dims aside). An operand of other strides goes through a dense copy. */
+static int packed(const nconv_view *v) {
+    static const int ncx[5] = {4, 3, 2, 1, 0}, nxc[5] = {1, 4, 3, 2, 0}; /* innermost first */
+    for (int order = 0; order < 2; order++) {
+        int64_t expect = 1;
+        int ok = 1;
+        for (int i = 0; i < 5 && ok; i++) {
+            const int d = (order ? nxc : ncx)[i];
+            if (v->shape[d] != 1 && v->stride[d] != expect) ok = 0;
+            expect *= v->shape[d];
+        }
+        if (ok) return 1;
+    }
+    return 0;
+}
+
+/* The dense copies of a call's operands: the caller's view and the copy of each. */
+typedef struct staging {
+    nconv_view user[8], copy[8];
+    int output[8], n;
+} staging;
+
+static nconv_status copy_view(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, const nconv_view *out,
+                              const nconv_view *in) {
+    call k;
+    memset(&k, 0, sizeof k);
+    k.o = o;
+    nconv__cuda_ew_step(&k, KERNEL_EPILOGUE, "layout copy", out, IN_USER, in, IN_USER, NULL, IN_USER, NULL);
+    return run_steps(ctx, c, &k, NULL, NULL, 0);
+}
+
+/* *v becomes a dense copy where its strides are not packed (an input copied in now, an
+ * output copied out by unstage). */
+static nconv_status stage(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, nconv_view *v, int output,
+                          staging *sg) {
+    if (!v->data || !nconv__view_numel(v) || packed(v)) return NCONV_OK;
+    nconv_view d;
+    const size_t bytes = nconv__cuda_dense_view(v, &d);
+    if (!(d.data = nconv__cuda_temp(ctx, bytes))) return NCONV_OUT_OF_MEMORY;
+    sg->user[sg->n] = *v, sg->copy[sg->n] = d, sg->output[sg->n] = output, sg->n++;
+    const nconv_status st = output ? NCONV_OK : copy_view(ctx, c, o, &d, v);
+    *v = d;
+    return st;
+}
+
+/* The bias, a [C] vector, packed where its stride is 1. */
+static nconv_status stage_vector(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, nconv_view *v,
+                                 staging *sg) {
+    if (!v->data || v->shape[0] < 2 || v->stride[0] == 1) return NCONV_OK;
+    nconv_view v5 = *v;
+    v5.rank = 5;
+    for (int d = 0; d < 5; d++) v5.shape[d] = d == 1 ? v->shape[0] : 1, v5.stride[d] = v->stride[0];
+    const nconv_status st = stage(ctx, c, o, &v5, 0, sg);
+    v->data = v5.data, v->stride[0] = 1;
+    return st;
+}
+
+/* Copies the staged outputs back (where the call succeeded) and frees the copies. */
+static nconv_status unstage(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, staging *sg, nconv_status st) {
+    for (int i = 0; i < sg->n; i++) {
+        if (!st && sg->output[i]) st = copy_view(ctx, c, o, &sg->user[i], &sg->copy[i]);
+    }
+    for (int i = 0; i < sg->n; i++) nconv__cuda_temp_free(ctx, sg->copy[i].data);
+    return st;
+}
+
+/* ------------------------------------------------------------- the calls */
+
+static nconv_status forward_packed(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, const nconv_fwd_ops *v,
+                                   void *workspace, size_t workspace_size) {
     nconv_status st = NCONV_OK;
-    for (int i = 0; !st && i < 5; i++)
-        if (ops[i]) st = check_device(c, names[i], ops[i]);
     const int64_t per = images_per_run(o);
     for (int64_t n0 = 0; !st && n0 < o->p.batch; n0 += per) {
         const int64_t nn = o->p.batch - n0 < per ? o->p.batch - n0 : per;
@@ -300,19 +366,28 @@ nconv_status nconv__cuda_forward(nconv_context *ctx, const nconv_oplan *o, const
     return st;
 }
 
-nconv_status nconv__cuda_backward(nconv_context *ctx, const nconv_oplan *o, const nconv_bwd_ops *v, void *workspace,
-                                  size_t workspace_size) {
+nconv_status nconv__cuda_forward(nconv_context *ctx, const nconv_oplan *o, const nconv_fwd_ops *v, void *workspace,
+                                 size_t workspace_size) {
     nconv_cuda *c = nconv__ctx_cuda(ctx);
-    const nconv_view *ops[] = {&v->dy, &v->x, &v->w, &v->y, &v->dx, &v->dw, &v->db, &v->dz};
-    static const char *const names[] = {"dy", "x", "w", "y", "dx", "dw", "db", "dz"};
+    const nconv_view *ops[] = {&v->x, &v->w, &v->y, v->e.bias ? &v->bias : NULL, v->e.z ? &v->z : NULL};
+    static const char *const names[] = {"x", "w", "y", "bias", "z"};
     nconv_status st = NCONV_OK;
-    for (int i = 0; !st && i < 8; i++) st = check_device(c, names[i], ops[i]);
-    if (st) return st;
-    if (!o->p.batch) {
-        if (v->outputs & NCONV_OUT_DW) st = zero_output(c, "dw", &v->dw);
-        if (!st && (v->outputs & NCONV_OUT_DB)) st = zero_output(c, "db", &v->db);
-        return st;
-    }
+    for (int i = 0; !st && i < 5; i++)
+        if (ops[i]) st = check_device(c, names[i], ops[i]);
+    if (st || !o->p.batch) return st;
+    nconv_fwd_ops p = *v;
+    p.e.bias = v->e.bias ? &p.bias : NULL, p.e.z = v->e.z ? &p.z : NULL;
+    staging sg = {.n = 0};
+    if (!(st = stage(ctx, c, o, &p.x, 0, &sg)) && !(st = stage(ctx, c, o, &p.w, 0, &sg)) &&
+        !(st = stage(ctx, c, o, &p.y, 1, &sg)) && !(st = v->e.z ? stage(ctx, c, o, &p.z, 0, &sg) : NCONV_OK) &&
+        !(st = v->e.bias ? stage_vector(ctx, c, o, &p.bias, &sg) : NCONV_OK))
+        st = forward_packed(ctx, c, o, &p, workspace, workspace_size);
+    return unstage(ctx, c, o, &sg, st);
+}
+
+static nconv_status backward_packed(nconv_context *ctx, nconv_cuda *c, const nconv_oplan *o, const nconv_bwd_ops *v,
+                                    void *workspace, size_t workspace_size) {
+    nconv_status st = NCONV_OK;
     /* dx and dz by runs of images where the activations are too large for one (dw and db,
      * sums over every image, in one call). */
     const int64_t per = images_per_run(o);
@@ -339,6 +414,31 @@ nconv_status nconv__cuda_backward(nconv_context *ctx, const nconv_oplan *o, cons
     k.o = o;
     nconv__cuda_backward_steps(&k, &rest);
     return run_steps(ctx, c, &k, NULL, workspace, workspace_size);
+}
+
+nconv_status nconv__cuda_backward(nconv_context *ctx, const nconv_oplan *o, const nconv_bwd_ops *v, void *workspace,
+                                  size_t workspace_size) {
+    nconv_cuda *c = nconv__ctx_cuda(ctx);
+    const nconv_view *ops[] = {&v->dy, &v->x, &v->w, &v->y, &v->dx, &v->dw, &v->db, &v->dz};
+    static const char *const names[] = {"dy", "x", "w", "y", "dx", "dw", "db", "dz"};
+    nconv_status st = NCONV_OK;
+    for (int i = 0; !st && i < 8; i++) st = check_device(c, names[i], ops[i]);
+    if (st) return st;
+    if (!o->p.batch) {
+        if (v->outputs & NCONV_OUT_DW) st = zero_output(c, "dw", &v->dw);
+        if (!st && (v->outputs & NCONV_OUT_DB)) st = zero_output(c, "db", &v->db);
+        return st;
+    }
+    /* The convolutions' operands packed (relu's mask, dz and db are nconv's kernels, which
+     * take any strides). */
+    nconv_bwd_ops p = *v;
+    staging sg = {.n = 0};
+    if (!(st = stage(ctx, c, o, &p.dy, 0, &sg)) && !(st = stage(ctx, c, o, &p.x, 0, &sg)) &&
+        !(st = stage(ctx, c, o, &p.w, 0, &sg)) &&
+        !(st = v->outputs & NCONV_OUT_DX ? stage(ctx, c, o, &p.dx, 1, &sg) : NCONV_OK) &&
+        !(st = v->outputs & NCONV_OUT_DW ? stage(ctx, c, o, &p.dw, 1, &sg) : NCONV_OK))
+        st = backward_packed(ctx, c, o, &p, workspace, workspace_size);
+    return unstage(ctx, c, o, &sg, st);
 }
 
 /* -------------------------------------------- elementwise, for the compositions */

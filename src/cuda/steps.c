@@ -39,9 +39,7 @@ static void from_vector(const nconv_oplan *o, const nconv_view *v, int64_t uid, 
     t->dims[1] = v->shape[0], t->strides[0] = v->shape[0] * v->stride[0];
 }
 
-/* A dense temporary of v's shape in C order (its data NULL: the step names the temporary);
- * its bytes. The same memory as a dense cuDNN tensor of the view (unit dims aside). */
-static size_t dense_view(const nconv_view *v, nconv_view *t) {
+size_t nconv__cuda_dense_view(const nconv_view *v, nconv_view *t) {
     *t = *v;
     t->data = NULL;
     int64_t s = 1;
@@ -98,7 +96,7 @@ static step *conv_step(call *k, nconv_gkind kind, const nconv_view *in, int in_t
     s->in[NCONV_U_X] = in_tmp, s->in[NCONV_U_Y] = out_tmp;
     if (whole) *whole = *in;
     if (kind == NCONV_G_CONV_BWD_D && any_crop(crop)) {
-        k->tmp[IN_TMP_B] = dense_view(in, whole);
+        k->tmp[IN_TMP_B] = nconv__cuda_dense_view(in, whole);
         nconv_gtensor dense;
         from_view(o, whole, NCONV_U_X, NULL, &dense);
         for (int i = 0; i < s->g.x.rank; i++) s->g.x.strides[i] = dense.strides[i];
@@ -224,7 +222,7 @@ void nconv__cuda_forward_steps(call *k, const nconv_fwd_ops *v, int fused) {
     }
     /* Unfused: the convolution writes temporary A, dense like y. */
     nconv_view pre;
-    k->tmp[IN_TMP_A] = dense_view(&v->y, &pre);
+    k->tmp[IN_TMP_A] = nconv__cuda_dense_view(&v->y, &pre);
     const int written = o->p.transposed ? NCONV_U_X : NCONV_U_Y;
     nconv_gtensor *t = written == NCONV_U_X ? &s->g.x : &s->g.y;
     from_view(o, &pre, written, NULL, t);
@@ -242,7 +240,7 @@ void nconv__cuda_backward_steps(call *k, const nconv_bwd_ops *v) {
     nconv_view dpre = v->dy;
     int dpre_in = IN_USER;
     if (o->relu) {
-        k->tmp[IN_TMP_A] = dense_view(&v->dy, &dpre);
+        k->tmp[IN_TMP_A] = nconv__cuda_dense_view(&v->dy, &dpre);
         dpre_in = IN_TMP_A;
         nconv__cuda_ew_step(k, KERNEL_MASK, "relu backward", &dpre, IN_TMP_A, &v->dy, IN_USER, &v->y, IN_USER, NULL);
     }
