@@ -434,7 +434,8 @@ nconv_status nconv__ctx_cpu_only(const nconv_context *ctx, const char *call);
 void *nconv__cuda_temp(nconv_context *ctx, size_t bytes);
 void nconv__cuda_temp_free(nconv_context *ctx, void *p);
 /* Elementwise on device tensors of logical shape `shape` (rank ndims + 2, activation or weight
- * order) of p's dtype: out = a where mask > 0, else 0 (relu's mask; mask given), or
+ * order) of p's dtype: out = 0 where mask <= 0, else a (relu's gradient mask, as torch's
+ * threshold_backward; mask given), or
  * out = a + bias + alpha * z (bias, z optional); a NULL reads zeros. */
 nconv_status nconv__cuda_pointwise(nconv_context *ctx, const nconv_problem *p, const int64_t *shape,
                                    const nconv_tensor *a, const nconv_tensor *mask, const nconv_tensor *bias,

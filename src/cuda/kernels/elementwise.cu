@@ -37,7 +37,7 @@ __device__ void mask(T *out, const T *a, const T *b, const nconv_ew_geom &g) {
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t oo, ao, bo, c;
         offsets(i, g, &oo, &ao, &bo, &c);
-        out[oo] = load(b + bo) > 0 ? a[ao] : T(0);
+        out[oo] = load(b + bo) <= 0 ? T(0) : a[ao]; // as threshold_backward: a NaN output passes the gradient
     }
 }
 

@@ -19,7 +19,7 @@ typedef struct nconv_pad_geom {
 
 /* Elementwise steps over tensors of one shape `dims`:
  *   epilogue: out = act(alpha_a * a + bias[c] + alpha_b * b) (a NULL: zeros; act: relu or none)
- *   mask:     out = b > 0 ? a : 0 (relu's gradient: a = dy, b = y)
+ *   mask:     out = b <= 0 ? 0 : a (relu's gradient: a = dy, b = y; a NaN y passes dy)
  *   chsum:    out[c] = sum of a over every dim but c (out strided by bias_stride) */
 typedef struct nconv_ew_geom {
     int64_t dims[5];
