@@ -173,19 +173,12 @@ static int bench_per_sample(nconv_context *ctx, const problem_list *l, nconv_lay
 }
 
 int cmd_bench(int argc, char **argv) {
-    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
+    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL, 0};
     problem_list l = {0};
-    int csv = 0, peer = 1, per_sample = 0, cuda = 0;
+    int csv = 0, peer = 1, per_sample = 0;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
     for (int i = 0; i < argc; i++) {
-        const char *device;
-        if (flag_value(argc, argv, &i, "--device", &device)) {
-            if (!device || (strcmp(device, "cuda") && strcmp(device, "cpu")))
-                return list_free(&l), cli_fail("--device: '%s': expected cpu or cuda", device ? device : "");
-            cuda = !strcmp(device, "cuda");
-            continue;
-        }
         if (!strcmp(argv[i], "--csv")) {
             csv = 1;
             continue;
@@ -213,7 +206,7 @@ int cmd_bench(int argc, char **argv) {
     nconv_layout layouts[2] = {NCONV_LAYOUT_NCX, NCONV_LAYOUT_NXC};
     int nlayouts = 2;
     if (o.layout_set) layouts[0] = o.layout, nlayouts = 1;
-    if (cuda) {
+    if (o.cuda) {
         if (per_sample) return list_free(&l), cli_fail("--per-sample: not with --device cuda");
         const int rc = bench_cuda(&l, &o, layouts, nlayouts, csv, progress);
         list_free(&l);

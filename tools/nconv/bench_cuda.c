@@ -13,29 +13,6 @@
 static const double BATCH_MS = 20.0;
 enum { ROUNDS = 5, MAX_REPS = 2000 };
 
-/* d's operands again in device memory (same strides: the host buffers are dense). */
-static int mirror(const run_data *h, run_data *dv) {
-    *dv = *h;
-    const host_tensor *src[] = {&h->x, &h->w, &h->b, &h->dy, &h->y, &h->dx, &h->dw, &h->db};
-    host_tensor *dst[] = {&dv->x, &dv->w, &dv->b, &dv->dy, &dv->y, &dv->dx, &dv->dw, &dv->db};
-    const int64_t *shape[] = {h->xs, h->ws, &h->p.out_channels, h->ys, h->ys, h->xs, h->ws, &h->p.out_channels};
-    const int rank[] = {h->rank, h->rank, 1, h->rank, h->rank, h->rank, h->rank, 1};
-    for (int i = 0; i < 8; i++) dst[i]->buf = NULL;
-    for (int i = 0; i < 8; i++) {
-        int64_t n;
-        if (cli_numel(rank[i], shape[i], &n)) return -1;
-        const size_t bytes = (size_t)(n ? n : 1) * nconv_dtype_size(h->p.dtype);
-        if (!(dst[i]->buf = cuda_rt_malloc(bytes)) || cuda_rt_to_device(dst[i]->buf, src[i]->buf, bytes)) return -1;
-        dst[i]->t.data = dst[i]->buf;
-    }
-    return 0;
-}
-
-static void mirror_free(run_data *dv) {
-    host_tensor *all[] = {&dv->x, &dv->w, &dv->b, &dv->dy, &dv->y, &dv->dx, &dv->dw, &dv->db};
-    for (int i = 0; i < 8; i++) cuda_rt_free(all[i]->buf);
-}
-
 typedef struct one_call {
     nconv_context *ctx;
     run_data *d;
@@ -99,7 +76,7 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
                     failures++;
                     continue;
                 }
-                const int copied = !mirror(&h, &dv);
+                const int copied = !run_data_to_device(&h, &dv);
                 one_call c = {ctx, &dv, dir};
                 if (copied) ms = time_call(&c);
                 if (ms < 0) {
@@ -107,7 +84,7 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
                             copied && *nconv_last_error() ? nconv_last_error() : cuda_rt_error());
                     failures++;
                 }
-                mirror_free(&dv);
+                run_data_free_device(&dv);
                 run_data_free(&h);
                 if (ms < 0) continue;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";

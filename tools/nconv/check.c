@@ -2,9 +2,11 @@
  * nconv check: every problem and direction through every applicable
  * algorithm, compared with the reference (algorithm "ref"). The error is
  * max |out - ref| / max |ref| over the output (and db for bwd_w); the
- * tolerance is per dtype. Exit status 1 if any comparison fails.
+ * tolerance is per dtype. Exit status 1 if any comparison fails. With --device cuda, the
+ * problems run on CUDA device 0 (cuDNN) instead of the CPU's algorithms.
  */
 #include "cli.h"
+#include "cuda_rt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,13 +64,26 @@ static int outputs(run_data *d, int dir, host_tensor **t, int *rank, const int64
     }
 }
 
+/* The largest relative error of the outputs t against the reference results kept. */
+static void worst_error(host_tensor *const *t, void *const *keep, int nout, const int *rank, const int64_t *const *shape,
+                        nconv_dtype dt, double *worst) {
+    for (int j = 0; j < nout; j++) {
+        host_tensor ref = {t[j]->t, keep[j], 0};
+        ref.t.data = keep[j];
+        double md = 0, mr = 0;
+        compare(t[j], &ref, rank[j], shape[j], dt, &md, &mr);
+        const double err = md / (mr > 0 ? mr : 1);
+        if (!(err <= *worst)) *worst = err;
+    }
+}
+
 static size_t tensor_bytes(const nconv_problem *p, int rank, const int64_t *shape) {
     int64_t n;
     return cli_numel(rank, shape, &n) ? 0 : nconv_dtype_size(p->dtype) * (size_t)n; /* validated shapes do not overflow */
 }
 
 int cmd_check(int argc, char **argv) {
-    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL};
+    suite_opts o = {{1, 1, 1}, 0, 0, 0, NCONV_F32, NCONV_PAD_ZEROS, 1, NCONV_LAYOUT_NCX, 0, NULL, 0};
     problem_list l = {0};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--transposed")) o.transposed = 1;
@@ -80,7 +95,9 @@ int cmd_check(int argc, char **argv) {
     if (!l.n) return cli_fail("check: no problem given (descriptors or --batch FILE)");
     suite_apply(&o, &l);
     nconv_context *ref_ctx = NULL, *ctx = NULL;
-    if (nconv_context_create(&ref_ctx) || nconv_context_create(&ctx)) {
+    char why[256];
+    if (o.cuda && cuda_rt_load(why, sizeof why)) return list_free(&l), cli_fail("check --device cuda: %s", why);
+    if (nconv_context_create(&ref_ctx) || (o.cuda ? nconv_context_create_cuda(&ctx, 0) : nconv_context_create(&ctx))) {
         const int rc = cli_fail("%s", nconv_last_error() + strlen("nconv: "));
         nconv_context_destroy(ref_ctx);
         return list_free(&l), rc;
@@ -125,7 +142,25 @@ int cmd_check(int argc, char **argv) {
             char algos[256] = "";
             double worst = 0;
             int ok = keep[0] && (nout == 1 || keep[1]), ran = 0;
-            for (int a = 0; ok && a < nconv_algorithm_count(); a++) {
+            if (ok && o.cuda) { /* the device's results into the output buffers, then compared below */
+                run_data dv;
+                ran = 1;
+                snprintf(algos, sizeof algos, "cudnn");
+                if (run_data_to_device(&d, &dv)) {
+                    printf("FAIL  %-5s cuda: device memory (%s)  %s\n", dir_names[dir], cuda_rt_error(), desc);
+                    ok = 0;
+                } else if (run_dir(ctx, &dv, dir)) {
+                    printf("FAIL  %-5s cuda: %s  %s\n", dir_names[dir], nconv_last_error(), desc);
+                    ok = 0;
+                }
+                for (int j = 0; ok && j < nout; j++) {
+                    host_tensor *dev = j == 0 ? (dir == 0 ? &dv.y : dir == 1 ? &dv.dx : &dv.dw) : &dv.db;
+                    ok = !cuda_rt_to_host(t[j]->buf, dev->buf, tensor_bytes(&cp->p, rank[j], shape[j]));
+                }
+                run_data_free_device(&dv);
+                if (ok) worst_error(t, keep, nout, rank, shape, cp->p.dtype, &worst);
+            }
+            for (int a = 0; ok && !o.cuda && a < nconv_algorithm_count(); a++) {
                 const char *name = nconv_algorithm_name(a);
                 int applies = 0;
                 if (!strcmp(name, "ref") ||
@@ -141,14 +176,7 @@ int cmd_check(int argc, char **argv) {
                     ok = 0;
                     break;
                 }
-                for (int j = 0; j < nout; j++) {
-                    host_tensor ref = {t[j]->t, keep[j], 0};
-                    ref.t.data = keep[j];
-                    double md = 0, mr = 0;
-                    compare(t[j], &ref, rank[j], shape[j], cp->p.dtype, &md, &mr);
-                    double err = md / (mr > 0 ? mr : 1);
-                    if (!(err <= worst)) worst = err;
-                }
+                worst_error(t, keep, nout, rank, shape, cp->p.dtype, &worst);
             }
             if (ok && !(worst <= tolerance(cp->p.dtype))) ok = 0;
             printf("%s  %-5s %-10s err=%.2e (tol %.0e)  %s%s%s\n", ok ? "ok  " : "FAIL", dir_names[dir],

@@ -85,6 +85,7 @@ typedef struct suite_opts {
     nconv_layout layout;
     int layout_set;     /* --layout given */
     const char *algo;
+    int cuda;           /* --device cuda: CUDA device 0 */
 } suite_opts;
 
 /* Parses the options common to check and bench at argv[*i]; returns 1 if one
@@ -180,6 +181,9 @@ nconv_status run_plan(const nconv_plan *plan, run_data *d, int dir);
 /* User direction -> the core direction its algorithms run (transposed swaps fwd and bwd_d). */
 nconv_direction core_dir(const nconv_problem *p, int dir);
 
+/* d's operands again in device memory, same strides (cuda_rt.c; 0 on success), and their release. */
+int run_data_to_device(const run_data *h, run_data *dv);
+void run_data_free_device(run_data *dv);
 /* `nconv bench --device cuda` (bench_cuda.c): the problems of l on CUDA device 0. */
 int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *layouts, int nlayouts, int csv,
                int progress);

@@ -30,7 +30,7 @@ static const command commands[] = {
      cmd_compute},
     {"check", "compare every applicable algorithm with the reference",
      "[--dir fwd,bwd_d,bwd_w] [--mb N] [--dtype T] [--padding-mode M] [--layout ncx|nxc]\n"
-     "[--threads N] [--algo NAME] [--transposed] (DESC... | --batch FILE)",
+     "[--threads N] [--algo NAME] [--device cpu|cuda] [--transposed] (DESC... | --batch FILE)",
      cmd_check},
     {"bench", "time problems (default: the embedded suite)",
      "[--dir ...] [--threads N] [--mb N] [--csv] [--layout ncx|nxc] [--algo NAME]\n"

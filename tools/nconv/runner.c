@@ -1,5 +1,6 @@
 /* Operands for check and bench: random data in the chosen layout and dtype. */
 #include "cli.h"
+#include "cuda_rt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,4 +109,26 @@ nconv_direction core_dir(const nconv_problem *p, int dir) {
     if (dir == 2) return NCONV_DIR_BWD_W;
     if (p->transposed) return dir == 0 ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
     return dir == 0 ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
+}
+
+int run_data_to_device(const run_data *h, run_data *dv) {
+    *dv = *h;
+    const host_tensor *src[] = {&h->x, &h->w, &h->b, &h->dy, &h->y, &h->dx, &h->dw, &h->db};
+    host_tensor *dst[] = {&dv->x, &dv->w, &dv->b, &dv->dy, &dv->y, &dv->dx, &dv->dw, &dv->db};
+    const int64_t *shape[] = {h->xs, h->ws, &h->p.out_channels, h->ys, h->ys, h->xs, h->ws, &h->p.out_channels};
+    const int rank[] = {h->rank, h->rank, 1, h->rank, h->rank, h->rank, h->rank, 1};
+    for (int i = 0; i < 8; i++) dst[i]->buf = NULL;
+    for (int i = 0; i < 8; i++) {
+        int64_t n;
+        if (cli_numel(rank[i], shape[i], &n)) return -1;
+        const size_t bytes = (size_t)(n ? n : 1) * nconv_dtype_size(h->p.dtype);
+        if (!(dst[i]->buf = cuda_rt_malloc(bytes)) || cuda_rt_to_device(dst[i]->buf, src[i]->buf, bytes)) return -1;
+        dst[i]->t.data = dst[i]->buf;
+    }
+    return 0;
+}
+
+void run_data_free_device(run_data *dv) {
+    host_tensor *all[] = {&dv->x, &dv->w, &dv->b, &dv->dy, &dv->y, &dv->dx, &dv->dw, &dv->db};
+    for (int i = 0; i < 8; i++) cuda_rt_free(all[i]->buf);
 }

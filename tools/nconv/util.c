@@ -161,6 +161,10 @@ int suite_option(int argc, char **argv, int *i, suite_opts *o, problem_list *l) 
     } else if (flag_value(argc, argv, i, "--dtype", &v)) {
         if (!v || parse_dtype(v, &o->dtype)) return cli_fail("--dtype = '%s': expected f32, f64, f16, bf16, c64 or c128", v ? v : ""), -1;
         o->dtype_set = 1;
+    } else if (flag_value(argc, argv, i, "--device", &v)) {
+        if (!v || (strcmp(v, "cuda") && strcmp(v, "cpu")))
+            return cli_fail("--device = '%s': expected cpu or cuda", v ? v : ""), -1;
+        o->cuda = !strcmp(v, "cuda");
     } else if (flag_value(argc, argv, i, "--padding-mode", &v)) {
         if (!v || parse_padding_mode(v, &o->mode))
             return cli_fail("--padding-mode = '%s': expected zeros, reflect, replicate or circular", v ? v : ""), -1;
