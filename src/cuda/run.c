@@ -126,7 +126,9 @@ static nconv_status execution_failed(const nconv_cuda_lib *lib, cudnnStatus_t cs
     char cli[512] = "", torch[512] = "", what[640], msg[1024];
     nconv_problem_repro(p, NCONV_REPRO_CLI, cli, sizeof cli);
     nconv_problem_repro(p, NCONV_REPRO_PYTORCH, torch, sizeof torch);
-    snprintf(what, sizeof what, "executing the %s step of `%s`", s->name, cli);
+    /* the command line on the device: `nconv check --device cuda ...` */
+    const char *rest = strncmp(cli, "nconv check", 11) ? cli : cli + 11;
+    snprintf(what, sizeof what, "executing the %s step of `nconv check --device cuda%s`", s->name, rest);
     const nconv_status st = nconv__cudnn_fail(lib, cs, what);
     /* The snippet on one line, its tensors on the device. */
     size_t n = 0;
