@@ -308,8 +308,8 @@ NCONV_API nconv_status nconv_context_set_memory_limit(nconv_context *ctx, size_t
 NCONV_API nconv_status nconv_context_create_cuda(nconv_context **ctx, int device);
 /** The CUDA stream (a cudaStream_t; NULL: the default stream) of a CUDA context's calls. */
 NCONV_API nconv_status nconv_context_set_stream(nconv_context *ctx, void *stream);
-/** Whether f32 calls of a CUDA context may use TF32 tensor cores (default 0, as PyTorch's
- *  torch.backends.cudnn.allow_tf32 = False). */
+/** Whether f32 calls of a CUDA context may use TF32 tensor cores (default 0: f32 results, as
+ *  PyTorch gives with torch.backends.cudnn.allow_tf32 = False; PyTorch's own default is True). */
 NCONV_API nconv_status nconv_context_set_allow_tf32(nconv_context *ctx, int allow);
 /** The CUDA device of ctx, or -1 for a CPU context (or ctx NULL). */
 NCONV_API nconv_status nconv_context_device(const nconv_context *ctx, int *device);
