@@ -200,8 +200,8 @@ typedef struct call {
     const nconv_oplan *o;
 } call;
 
-/* A dense tensor of v's shape in C order (data NULL: a step names the temporary it lives
- * in); its bytes. The same memory as a dense cuDNN tensor of the view (unit dims aside). */
+/* A dense tensor of v's shape, channels innermost where v has them so, else in C order
+ * (data NULL: a step names the temporary it lives in); its bytes. */
 size_t nconv__cuda_dense_view(const nconv_view *v, nconv_view *t);
 /* The steps of a forward (fused: its epilogue in the convolution's graph) and of a backward. */
 void nconv__cuda_forward_steps(call *k, const nconv_fwd_ops *v, int fused);

@@ -281,18 +281,11 @@ static void run_of(const nconv_oplan *o, int64_t nn, nconv_oplan *r) {
 /* cuDNN's engines take packed tensors: dense in the order N, C, spatial or N, spatial, C
  * (unit dims aside). An operand of other strides goes through a dense copy. */
 static int packed(const nconv_view *v) {
-    static const int ncx[5] = {4, 3, 2, 1, 0}, nxc[5] = {1, 4, 3, 2, 0}; /* innermost first */
-    for (int order = 0; order < 2; order++) {
-        int64_t expect = 1;
-        int ok = 1;
-        for (int i = 0; i < 5 && ok; i++) {
-            const int d = (order ? nxc : ncx)[i];
-            if (v->shape[d] != 1 && v->stride[d] != expect) ok = 0;
-            expect *= v->shape[d];
-        }
-        if (ok) return 1;
-    }
-    return 0;
+    nconv_view d;
+    nconv__view_dense_like(&d, NULL, v->dt, v);
+    for (int i = 0; i < 5; i++)
+        if (v->shape[i] != 1 && v->stride[i] != d.stride[i]) return 0;
+    return 1;
 }
 
 /* The dense copies of a call's operands: the caller's view and the copy of each. */

@@ -40,11 +40,8 @@ static void from_vector(const nconv_oplan *o, const nconv_view *v, int64_t uid, 
 }
 
 size_t nconv__cuda_dense_view(const nconv_view *v, nconv_view *t) {
-    *t = *v;
-    t->data = NULL;
-    int64_t s = 1;
-    for (int d = 4; d >= 0; d--) t->stride[d] = s, s *= t->shape[d];
-    return (size_t)s * nconv_dtype_size(v->dt);
+    nconv__view_dense_like(t, NULL, v->dt, v);
+    return (size_t)nconv__view_numel(t) * nconv_dtype_size(v->dt);
 }
 
 static step *add_step(call *k, nconv_gkind kind, const char *name) {
@@ -150,14 +147,7 @@ static size_t padded_view(const nconv_oplan *o, const nconv_view *x, nconv_view 
     *xp = *x;
     xp->data = NULL;
     for (int i = 0; i < nd; i++) xp->shape[5 - nd + i] = o->p.pad_begin[i] + x->shape[5 - nd + i] + o->p.pad_end[i];
-    const int last = x->stride[1] == 1 && x->shape[1] > 1;
-    static const int ncx[5] = {4, 3, 2, 1, 0}, nxc[5] = {1, 4, 3, 2, 0}; /* innermost first */
-    int64_t st = 1;
-    for (int i = 0; i < 5; i++) {
-        const int d = last ? nxc[i] : ncx[i];
-        xp->stride[d] = st, st *= xp->shape[d];
-    }
-    return (size_t)st * nconv_dtype_size(x->dt);
+    return nconv__cuda_dense_view(xp, xp);
 }
 
 static void pad_geom(const nconv_oplan *o, const nconv_view *x, const nconv_view *xp, nconv_pad_geom *g) {
