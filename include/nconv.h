@@ -431,6 +431,26 @@ NCONV_API nconv_status nconv_forward_jvp(nconv_context *ctx, const nconv_problem
                                          const nconv_tensor *tb, const nconv_tensor *tz, const nconv_tensor *y,
                                          const nconv_tensor *ty);
 
+/** Batch strides, in elements, of the forward jvp's operands (0: shared; y and ty carry the
+ *  batch). */
+typedef struct nconv_jvp_batch {
+    int64_t size;                          /* B >= 1 */
+    int64_t x, w, bias, z, tx, tw, tb, tz; /* inputs and their tangents */
+    int64_t y, ty;                         /* outputs (must be non-zero) */
+} nconv_jvp_batch;
+
+/** nconv_forward_jvp for each b < B (functorch's jvp under vmap): y[b] and ty[b] from the slices
+ *  b of the batched operands and the shared ones whole. Like the other batched calls, the B
+ *  problems run as one convolution (B folded into the batch when w, bias and their tangents
+ *  are shared, else into the groups). */
+NCONV_API nconv_status nconv_forward_jvp_batched(nconv_context *ctx, const nconv_problem *p,
+                                                 const nconv_epilogue *epi, const nconv_jvp_batch *batch,
+                                                 const nconv_tensor *x, const nconv_tensor *w,
+                                                 const nconv_tensor *bias, const nconv_tensor *z,
+                                                 const nconv_tensor *tx, const nconv_tensor *tw,
+                                                 const nconv_tensor *tb, const nconv_tensor *tz,
+                                                 const nconv_tensor *y, const nconv_tensor *ty);
+
 /**
  * Double backward (PyTorch's _convolution_double_backward), for a problem
  * without epilogue. Given ggx [like x], ggw [like w] and ggb [out_channels]

@@ -346,3 +346,74 @@ nconv_status nconv_double_backward_batched(nconv_context *ctx, const nconv_probl
     release(ctx, ops, NOPS);
     return st;
 }
+
+/* Forward jvp of batched operands: the tangents fold as their primals do (tb as a bias), so B
+ * goes into the batch exactly when w, bias and their tangents are all shared. */
+nconv_status nconv_forward_jvp_batched(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,
+                                       const nconv_jvp_batch *bt, const nconv_tensor *x, const nconv_tensor *w,
+                                       const nconv_tensor *bias, const nconv_tensor *z, const nconv_tensor *tx,
+                                       const nconv_tensor *tw, const nconv_tensor *tb, const nconv_tensor *tz,
+                                       const nconv_tensor *y, const nconv_tensor *ty) {
+    nconv__clear_error();
+    if (!bt) return INVALID("batch is NULL");
+    if (!x || !w || !y || !ty) return INVALID("%s is NULL but required", !x ? "x" : !w ? "w" : !y ? "y" : "ty");
+    if (!bt->y || !bt->ty) return INVALID("batch %s stride = 0: every output carries the batch", !bt->y ? "y" : "ty");
+    if (tb && !bias) return INVALID("tb is given without bias: an absent bias has no tangent");
+    if (tz && !z) return INVALID("tz is given without z: an absent z has no tangent");
+    const nconv_batch size = {.size = bt->size};
+    plan pl;
+    const int by_n = !bt->w && !(bias && bt->bias) && !(tw && bt->tw) && !(tb && bt->tb);
+    nconv_status st = make_plan(p, &size, by_n, &pl);
+    if (st) return st;
+    const int64_t B = bt->size, oc = p->out_channels;
+    const int r = p->ndims + 2;
+    const nconv_operand_check chk[] = {
+        {"x", x, r, pl.xs, B, bt->x, 0},   {"w", w, r, pl.ws, B, bt->w, 0},   {"bias", bias, 1, &oc, B, bt->bias, 0},
+        {"z", z, r, pl.ys, B, bt->z, 0},   {"tx", tx, r, pl.xs, B, bt->tx, 0}, {"tw", tw, r, pl.ws, B, bt->tw, 0},
+        {"tb", tb, 1, &oc, B, bt->tb, 0},  {"tz", tz, r, pl.ys, B, bt->tz, 0}, {"y", y, r, pl.ys, B, bt->y, 1},
+        {"ty", ty, r, pl.ys, B, bt->ty, 1}};
+    if ((st = nconv__check_operands(p->dtype, chk, 10))) return st;
+    if (nconv__ctx_cuda(ctx) || nconv__is_complex(p->dtype)) { /* the unbatched call per b, on slices */
+        nconv_tensor s[10];
+        for (int64_t b = 0; !st && b < B; b++)
+            st = nconv_forward_jvp(ctx, p, epi, slice(p, x, b, bt->x, &s[0]), slice(p, w, b, bt->w, &s[1]),
+                                   slice(p, bias, b, bt->bias, &s[2]), slice(p, z, b, bt->z, &s[3]),
+                                   slice(p, tx, b, bt->tx, &s[4]), slice(p, tw, b, bt->tw, &s[5]),
+                                   slice(p, tb, b, bt->tb, &s[6]), slice(p, tz, b, bt->tz, &s[7]),
+                                   slice(p, y, b, bt->y, &s[8]), slice(p, ty, b, bt->ty, &s[9]));
+        return st;
+    }
+    nconv_tensor bias_act, tb_act;
+    enum { X, W, BIAS, Z, TX, TW, TB, TZ, Y, TY, NOPS };
+    const nconv_tensor *in[NOPS] = {x, w, bias, z, tx, tw, tb, tz, y, ty};
+    operand ops[NOPS] = {act(&pl, x, bt->x, pl.xs),
+                         weight(&pl, w, bt->w),
+                         vector(bias ? bias : y, bt->bias, oc, &bias_act),
+                         act(&pl, z ? z : y, bt->z, pl.ys),
+                         act(&pl, tx ? tx : y, bt->tx, pl.xs),
+                         weight(&pl, tw ? tw : w, bt->tw),
+                         vector(tb ? tb : y, bt->tb, oc, &tb_act),
+                         act(&pl, tz ? tz : y, bt->tz, pl.ys),
+                         act(&pl, y, bt->y, pl.ys),
+                         act(&pl, ty, bt->ty, pl.ys)};
+    int need[NOPS];
+    for (int i = 0; i < NOPS; i++) need[i] = !in[i] ? ABSENT : i >= Y ? OUTPUT : INPUT;
+    /* Shared weights, bias and their tangents need no fold when B goes into the batch. */
+    if (pl.by_n)
+        for (int i = 0; i < NOPS; i++)
+            if (need[i] && (i == W || i == BIAS || i == TW || i == TB)) need[i] = AS_IS;
+    void *ws;
+    size_t ws_size;
+    /* The workspace is given back at once: the jvp takes its own from the context. */
+    if ((st = take_memory(ctx, p, &pl, ops, need, NOPS, NCONV_OP_FORWARD, epi, &ws, &ws_size))) return st;
+    nconv__ctx_ws_release(ctx, ws, ws_size);
+    const nconv_tensor *f[NOPS];
+    for (int i = 0; i < NOPS; i++) f[i] = in[i] ? &ops[i].fold : NULL;
+    st = nconv_forward_jvp(ctx, &pl.p, epi, f[X], f[W], f[BIAS], f[Z], f[TX], f[TW], f[TB], f[TZ], f[Y], f[TY]);
+    if (!st) {
+        unfold_output(p, B, &ops[Y]);
+        unfold_output(p, B, &ops[TY]);
+    }
+    release(ctx, ops, NOPS);
+    return st;
+}

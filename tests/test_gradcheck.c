@@ -272,6 +272,18 @@ static void jvp_one(nconv_context *ctx, const nconv_problem *p, nconv_activation
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->v);
 }
 
+/* Slice b of a batched output against the unbatched call's: the largest difference, relative
+ * to the largest magnitude of one (1 when it is all zeros). */
+static double slice_err(const bbuf *out, const bbuf *one, int64_t b) {
+    double md = 0, mr = 0;
+    for (int64_t e = 0; e < one->n; e++) {
+        const double d = fabs(out->v[b * out->slice + e] - one->v[e]);
+        if (!(d <= md)) md = d;
+        if (fabs(one->v[e]) > mr) mr = fabs(one->v[e]);
+    }
+    return md / (mr > 0 ? mr : 1);
+}
+
 /* nconv_double_backward_batched against nconv_double_backward slice by slice (itself checked
  * against finite differences above): x, w, dy, ggx, ggw, ggb each batched (bit k of mask) or
  * shared, the batch dim outermost or second (bit 6), within 1e-12. */
@@ -301,18 +313,66 @@ static void double_batched_one(nconv_context *ctx, const nconv_problem *p, int m
                                     &one[2].t) == NCONV_OK,
               "%s", nconv_last_error());
         for (int i = 0; i < 3; i++) {
-            double md = 0, mr = 0;
-            for (int64_t e = 0; e < one[i].n; e++) {
-                const double d = fabs(out[i].v[b * out[i].slice + e] - one[i].v[e]);
-                if (!(d <= md)) md = d;
-                if (fabs(one[i].v[e]) > mr) mr = fabs(one[i].v[e]);
-            }
-            CHECK(md <= 1e-12 * (mr > 0 ? mr : 1), "batched double backward %s[b = %lld] (mask %d): err %g on %s",
-                  names[i], (long long)b, mask, md, desc);
+            const double e = slice_err(&out[i], &one[i], b);
+            CHECK(e <= 1e-12, "batched double backward %s[b = %lld] (mask %d): err %g on %s", names[i], (long long)b,
+                  mask, e, desc);
         }
     }
     for (int i = 0; i < 6; i++) free(in[i].v);
     for (int i = 0; i < 3; i++) free(out[i].v), free(one[i].v);
+}
+
+/* nconv_forward_jvp_batched against nconv_forward_jvp slice by slice (itself checked against
+ * finite differences above): x, w, bias, z each batched (bit k of mask) or shared, each tangent
+ * given (bit 4 + k) and batched where its primal is or on its own (bit 8), the batch dim
+ * outermost or second (bit 9), relu or not (bit 10), within 1e-12. */
+static void jvp_batched_one(nconv_context *ctx, const nconv_problem *p, int mask, uint64_t *rng) {
+    const int64_t B = 3;
+    int64_t xs[5], ws[5], ys[5], oc = p->out_channels;
+    nconv_problem_shapes(p, xs, ws, ys);
+    const int r = p->ndims + 2, inner = (mask & 512) != 0;
+    const nconv_epilogue epi = {mask & 1024 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, -0.75};
+    bbuf in[8], out[2], one[2];
+    const int64_t *shape[4] = {xs, ws, &oc, ys};
+    for (int i = 0; i < 8; i++) {
+        const int k = i % 4, batched = i < 4 ? mask >> k & 1 : mask & 256 ? !(mask >> k & 1) : mask >> k & 1;
+        bmake(&in[i], k == 2 ? 1 : r, shape[k], B, batched, inner && k != 2, rng);
+    }
+    for (int i = 0; i < 2; i++) bmake(&out[i], r, ys, B, 1, 0, NULL), bmake(&one[i], r, ys, 1, 0, 0, NULL);
+    const nconv_tensor *tan[4];
+    for (int k = 0; k < 4; k++) tan[k] = mask >> (4 + k) & 1 ? &in[4 + k].t : NULL;
+    const nconv_jvp_batch bt = {B,
+                                in[0].bstride,
+                                in[1].bstride,
+                                in[2].bstride,
+                                in[3].bstride,
+                                tan[0] ? in[4].bstride : 0,
+                                tan[1] ? in[5].bstride : 0,
+                                tan[2] ? in[6].bstride : 0,
+                                tan[3] ? in[7].bstride : 0,
+                                out[0].bstride,
+                                out[1].bstride};
+    char desc[512] = "";
+    nconv_problem_to_desc(p, desc, sizeof desc);
+    CHECK(nconv_forward_jvp_batched(ctx, p, &epi, &bt, &in[0].t, &in[1].t, &in[2].t, &in[3].t, tan[0], tan[1],
+                                    tan[2], tan[3], &out[0].t, &out[1].t) == NCONV_OK,
+          "batched jvp (mask %d) on %s: %s", mask, desc, nconv_last_error());
+    static const char *const names[2] = {"y", "ty"};
+    for (int64_t b = 0; b < B; b++) {
+        nconv_tensor sl[8];
+        for (int i = 0; i < 8; i++) sl[i] = in[i].t, sl[i].data = in[i].v + b * in[i].bstride;
+        CHECK(nconv_forward_jvp(ctx, p, &epi, &sl[0], &sl[1], &sl[2], &sl[3], tan[0] ? &sl[4] : NULL,
+                                tan[1] ? &sl[5] : NULL, tan[2] ? &sl[6] : NULL, tan[3] ? &sl[7] : NULL, &one[0].t,
+                                &one[1].t) == NCONV_OK,
+              "%s", nconv_last_error());
+        for (int i = 0; i < 2; i++) {
+            const double e = slice_err(&out[i], &one[i], b);
+            CHECK(e <= 1e-12, "batched jvp %s[b = %lld] (mask %d): err %g on %s", names[i], (long long)b, mask, e,
+                  desc);
+        }
+    }
+    for (int i = 0; i < 8; i++) free(in[i].v);
+    for (int i = 0; i < 2; i++) free(out[i].v), free(one[i].v);
 }
 
 int main(void) {
@@ -383,6 +443,11 @@ int main(void) {
             CHECK(nconv_problem_validate(&p) == NCONV_OK, "%s", nconv_last_error());
             double_one(dflt, &p, &rng);
             for (int mask = variant; mask < 128; mask += 9) double_batched_one(dflt, &p, mask, &rng);
+            /* Forward mode under vmap: the batch folded into N (w, bias and their tangents
+             * shared: masks with bits 1, 2, 5, 6 and 8 clear) and into the groups. */
+            for (int mask = variant; mask < 2048; mask += 37) jvp_batched_one(dflt, &p, mask, &rng);
+            jvp_batched_one(dflt, &p, 1 | 8 | 16 | 128, &rng);
+            jvp_batched_one(dflt, &p, 1 | 16 | 32 | 64 | 1024, &rng);
         }
     nconv_context_destroy(dflt);
     nconv_context_destroy(ctx);

@@ -324,8 +324,8 @@ static void test_isa_cap_refused(void) {
     CHECK_ERROR(nconv_algorithm_chosen(NULL, &p, NCONV_DIR_FWD, &name), NCONV_INVALID_ARGUMENT, "NCONV_MAX_ISA");
 }
 
-/* nconv_forward_jvp's and nconv_double_backward_batched's own checks: each names the operand, and no
- * output is written. */
+/* nconv_forward_jvp's, nconv_forward_jvp_batched's and nconv_double_backward_batched's own checks:
+ * each names the operand, and no output is written. */
 static void test_derivative_misuse(void) {
     nconv_problem p = conv2d(1, 2, 3, 5, 5, 3);
     float x[50], w[54], y[27], t[27], b[3];
@@ -361,6 +361,27 @@ static void test_derivative_misuse(void) {
     const nconv_double_batch db1 = {0, 0, 0, 0, 0, 0, 0, 27, 50, 54};
     CHECK_ERROR(nconv_double_backward_batched(NULL, &p, &db1, &tx, &tw, &ty, &tx, NULL, NULL, &ttan, NULL, NULL),
                 NCONV_INVALID_ARGUMENT, "batch size = 0");
+    const nconv_jvp_batch jb0 = {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27};
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, NULL, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty,
+                                          &ttan),
+                NCONV_INVALID_ARGUMENT, "batch is NULL");
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, &jb0, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty,
+                                          &ttan),
+                NCONV_INVALID_ARGUMENT, "batch y stride = 0");
+    const nconv_jvp_batch jb1 = {2, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27};
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, &jb1, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty,
+                                          &ty),
+                NCONV_INVALID_ARGUMENT, "y overlaps ty");
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, &jb1, &tx, &tw, NULL, NULL, NULL, NULL, &tb, NULL, &ty,
+                                          &ttan),
+                NCONV_INVALID_ARGUMENT, "tb is given without bias");
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, &jb1, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty,
+                                          NULL),
+                NCONV_INVALID_ARGUMENT, "ty is NULL but required");
+    const nconv_jvp_batch jb2 = {-1, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27};
+    CHECK_ERROR(nconv_forward_jvp_batched(NULL, &p, NULL, &jb2, &tx, &tw, NULL, NULL, &tx, NULL, NULL, NULL, &ty,
+                                          &ttan),
+                NCONV_INVALID_ARGUMENT, "batch size = -1");
     int untouched = 1;
     for (int i = 0; i < 27; i++) untouched = untouched && y[i] == -7.0f && t[i] == -7.0f;
     CHECK(untouched, "a refused jvp wrote an output");

@@ -534,25 +534,20 @@ int cmd_compute(int argc, char **argv) {
 #define BS(a, h) (bdim[a] >= 0 ? (h).batch_stride : 0)
     const nconv_batch bt = {B, BS(A_X, hx), BS(A_W, hw), BS(A_B, hb), BS(A_Z, hz), hy.batch_stride, BS(A_DY, hdy),
                             hdx.batch_stride, hdw.batch_stride, hdb.batch_stride, hdz.batch_stride};
+    /* A tangent is batched where its primal is. */
+    const nconv_jvp_batch btj = {B,           BS(A_X, hx),  BS(A_W, hw),  BS(A_B, hb),  BS(A_Z, hz),    BS(A_X, htx),
+                                 BS(A_W, htw), BS(A_B, htb), BS(A_Z, htz), hy.batch_stride, hty.batch_stride};
 #undef BS
     const nconv_tensor *tb = val[A_B] ? &hb.t : NULL, *tz = val[A_Z] ? &hz.t : NULL;
-    if (jvp) { /* y and ty, slice by slice when batched */
-        for (int64_t k = 0; k < OB; k++) {
-            const struct { int a; const host_tensor *h; } ops[] = {
-                {A_X, &hx}, {A_W, &hw}, {A_B, &hb}, {A_Z, &hz}, {A_TX, &htx}, {A_TW, &htw}, {A_TB, &htb}, {A_TZ, &htz}};
-            nconv_tensor s[8], sy = hy.t, sty = hty.t;
-            const nconv_tensor *sp[8];
-            for (int i = 0; i < 8; i++) {
-                s[i] = ops[i].h->t;
-                s[i].data = (char *)s[i].data + nconv_dtype_size(dt) * (size_t)(bdim[ops[i].a] >= 0 ? k * ops[i].h->batch_stride : 0);
-                sp[i] = val[ops[i].a] ? &s[i] : NULL;
-            }
-            sy.data = (char *)sy.data + nconv_dtype_size(dt) * (size_t)(k * hy.batch_stride);
-            sty.data = (char *)sty.data + nconv_dtype_size(dt) * (size_t)(k * hty.batch_stride);
-            if (nconv_forward_jvp(ctx, &p, &epi, sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6], sp[7], &sy, &sty)) {
-                fprintf(stderr, "%s\n", nconv_last_error());
-                goto done;
-            }
+    const nconv_tensor *tg[4] = {val[A_TX] ? &htx.t : NULL, val[A_TW] ? &htw.t : NULL, val[A_TB] ? &htb.t : NULL,
+                                 val[A_TZ] ? &htz.t : NULL};
+    if (jvp) {
+        if (batched ? nconv_forward_jvp_batched(ctx, &p, &epi, &btj, &hx.t, &hw.t, tb, tz, tg[0], tg[1], tg[2], tg[3],
+                                                &hy.t, &hty.t)
+                    : nconv_forward_jvp(ctx, &p, &epi, &hx.t, &hw.t, tb, tz, tg[0], tg[1], tg[2], tg[3], &hy.t,
+                                        &hty.t)) {
+            fprintf(stderr, "%s\n", nconv_last_error());
+            goto done;
         }
     } else if (batched ? nconv_forward_batched(ctx, &p, &epi, &bt, &hx.t, &hw.t, tb, tz, &hy.t)
                        : nconv_forward(ctx, &p, &epi, &hx.t, &hw.t, tb, tz, &hy.t, NULL, 0)) {
