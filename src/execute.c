@@ -187,11 +187,17 @@ nconv_status nconv__oplan_choose(nconv_context *ctx, nconv_oplan *o, const unsig
 }
 
 void nconv__layout_copies(const nconv_oplan *o, nconv_layout layout, int with_z, unsigned copies[3]) {
-    const int f32 = o->p.dtype == NCONV_F32, nxc = layout == NCONV_LAYOUT_NXC && f32;
+    const int f32 = o->p.dtype == NCONV_F32, nxc = layout == NCONV_LAYOUT_NXC;
     /* Dense NCHW activations of one channel are channels-last as well (the core's x has C
      * channels, its y O, in every direction). */
     const unsigned ncx = (o->c.C == 1 ? 0u : NCONV_COPY_X) | (o->c.O == 1 ? 0u : NCONV_COPY_Y);
-    for (int d = 0; d < 3; d++) copies[d] = nxc ? NCONV_ACTS_NXC : layout == NCONV_LAYOUT_NCX && f32 ? ncx : NCONV_COPY_BOTH;
+    /* Other dtypes are converted into f32 copies by the channels-last algorithms; channels-last
+     * ones still rule out the NCHW plane path. */
+    for (int d = 0; d < 3; d++)
+        copies[d] = !f32 ? NCONV_COPY_BOTH | (nxc ? NCONV_ACTS_NXC : 0u)
+                    : nxc ? NCONV_ACTS_NXC
+                    : layout == NCONV_LAYOUT_NCX ? ncx
+                                                 : NCONV_COPY_BOTH;
     /* z is added while the output is scattered from its copy */
     if (f32 && layout != NCONV_LAYOUT_ANY && with_z && !o->backward)
         copies[nconv__oplan_fwd_dir(o)] |= o->p.transposed ? NCONV_COPY_X : NCONV_COPY_Y;
@@ -306,16 +312,22 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
 static unsigned copies_of(nconv_direction dir, const nconv_view *x, const nconv_view *y, const nconv_epi *epi) {
     if (!x || !y) return NCONV_COPY_BOTH;
     const nconv_exec e = {.dir = dir, .x = x, .y = y, .epi = epi};
-    return nconv__exec_copies(&e) | (nconv__view_is_nxc_f32(x) && nconv__view_is_nxc_f32(y) ? NCONV_ACTS_NXC : 0u);
+    return nconv__exec_copies(&e) | (nconv__view_is_nxc(x) && nconv__view_is_nxc(y) ? NCONV_ACTS_NXC : 0u);
 }
 
 /* NCONV_INVALID_ARGUMENT when the views need a channels-last copy the plan has no room for
  * (xname, yname: the core x's and y's names in the call). */
 static nconv_status check_copies(unsigned planned, unsigned actual, const char *xname, const char *yname) {
-    if (!(actual & ~planned & NCONV_COPY_BOTH)) return NCONV_OK;
-    return INVALID("%s: its strides need a channels-last copy, which the plan was not made for (the layout of "
-                   "its desc: a plan for NCONV_LAYOUT_ANY takes any strides)",
-                   actual & ~planned & NCONV_COPY_X ? xname : yname);
+    if (actual & ~planned & NCONV_COPY_BOTH)
+        return INVALID("%s: its strides need a channels-last copy, which the plan was not made for (the layout of "
+                       "its desc: a plan for NCONV_LAYOUT_ANY takes any strides)",
+                       actual & ~planned & NCONV_COPY_X ? xname : yname);
+    /* A plan for channels-last 16-bit operands reads them in place (it has no room for copies) */
+    if ((planned & NCONV_ACTS_NXC) && !(actual & NCONV_ACTS_NXC))
+        return INVALID("%s, %s: not both channels-last, which the plan was made for (the layout of its desc: a plan "
+                       "for NCONV_LAYOUT_ANY takes any strides)",
+                       xname, yname);
+    return NCONV_OK;
 }
 
 static nconv_status open_arena(nconv_context *ctx, const nconv_oplan *o, void *workspace, size_t size, nconv_arena *a,

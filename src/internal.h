@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memcpy: the inline conversions below */
 
 /* ------------------------------------------------------------------ errors */
 
@@ -87,10 +88,35 @@ void nconv__make_view(int ndims, nconv_dtype dt, const nconv_tensor *t, int64_t 
 int nconv__view_is_dense(const nconv_view *v);
 double nconv__load(const void *data, nconv_dtype dt, int64_t off);
 void nconv__store1(void *data, nconv_dtype dt, int64_t off, double v);
-float nconv__f16_to_f32(uint16_t h);
 uint16_t nconv__f32_to_f16(float f);
-float nconv__bf16_to_f32(uint16_t h);
 uint16_t nconv__f32_to_bf16(float f);
+/* Widening is exact; inline, as packing loops convert element by element. */
+static inline float nconv__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: value = man * 2^-24 */
+            float f = (float)man * 0x1p-24f;
+            return sign ? -f : f;
+        }
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float nconv__bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Element off of real data of type dt as f32 (f64 rounded). */
 static inline float nconv__load_f32(const void *data, nconv_dtype dt, int64_t off) {
     switch (dt) {
@@ -120,8 +146,10 @@ void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nco
 /* NHWC ("channels last") dense f32 copies: dst[n][spatial][c] of a rank-5
  * activation view, and back with the epilogue applied. */
 int nconv__view_is_nxc_f32(const nconv_view *v);
-/* An f32 rank-5 activation view whose spatial dims are one dense plane (NCHW-like; the batch and
- * channel strides are free). */
+int nconv__view_is_nxc(const nconv_view *v); /* dense channels-last, any dtype */
+/* A rank-5 activation view whose spatial dims are one dense plane (NCHW-like; the batch and
+ * channel strides are free); the second of dtype f32. */
+int nconv__view_is_planar(const nconv_view *v);
 int nconv__view_is_planar_f32(const nconv_view *v);
 typedef struct nconv_exec nconv_exec;
 void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst);
@@ -551,6 +579,7 @@ nconv_status nconv__plan_execute_real(const nconv_plan *plan, const nconv_varian
  * the epilogue (no relu); and each public call of a complex problem, which those
  * calls hand over to (a NULL batch: the unbatched call). */
 int nconv__is_complex(nconv_dtype dt);
+static inline int nconv__is_16bit(nconv_dtype dt) { return dt == NCONV_F16 || dt == NCONV_BF16; }
 nconv_dtype nconv__real_dtype(nconv_dtype dt); /* f32 for c64, f64 for c128; others themselves */
 nconv_status nconv__complex_problem(const nconv_problem *p, const nconv_epilogue *epi, nconv_problem *real);
 nconv_status nconv__complex_forward(nconv_context *ctx, const nconv_problem *p, const nconv_epilogue *epi,

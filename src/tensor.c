@@ -68,25 +68,6 @@ int nconv__view_is_dense(const nconv_view *v) {
     return 1;
 }
 
-float nconv__f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: value = man * 2^-24 */
-            float f = (float)man * 0x1p-24f;
-            return sign ? -f : f;
-        }
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 uint16_t nconv__f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -103,13 +84,6 @@ uint16_t nconv__f32_to_f16(float f) {
     }
     uint32_t r = ax + 0xfffu + ((ax >> 13) & 1); /* round to nearest even on the dropped 13 bits */
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-float nconv__bf16_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
 }
 
 uint16_t nconv__f32_to_bf16(float f) {
@@ -262,14 +236,18 @@ void *nconv__arena_take(nconv_arena *a, size_t bytes) {
 
 /* ---------------------------------------------------- NHWC f32 copies */
 
-int nconv__view_is_planar_f32(const nconv_view *v) {
-    return v->dt == NCONV_F32 && v->rank == 5 && (v->shape[4] == 1 || v->stride[4] == 1) &&
+int nconv__view_is_planar(const nconv_view *v) {
+    return v->rank == 5 && (v->shape[4] == 1 || v->stride[4] == 1) &&
            (v->shape[3] == 1 || v->stride[3] == v->shape[4]) &&
            (v->shape[2] == 1 || v->stride[2] == v->shape[3] * v->shape[4]);
 }
 
-int nconv__view_is_nxc_f32(const nconv_view *v) {
-    if (v->dt != NCONV_F32 || v->rank != 5) return 0;
+int nconv__view_is_planar_f32(const nconv_view *v) { return v->dt == NCONV_F32 && nconv__view_is_planar(v); }
+
+int nconv__view_is_nxc_f32(const nconv_view *v) { return v->dt == NCONV_F32 && nconv__view_is_nxc(v); }
+
+int nconv__view_is_nxc(const nconv_view *v) {
+    if (v->rank != 5) return 0;
     /* Innermost to outermost: C, W, H, D, N. */
     static const int order[5] = {1, 4, 3, 2, 0};
     int64_t s = 1;

@@ -631,13 +631,26 @@ static void test_pointwise(void) {
     nconv_context_destroy(ctx);
 }
 
-/* igemm's plane path (NCHW f32, no layout change; rows are channels,
+/* igemm's plane path (NCHW, no layout change; rows are channels,
  * columns output pixels, or input channels for bwd_w): 1x1 convolutions with
  * stride 1 and no padding (fwd, bwd_d, bwd_w and db), and forward passes
  * with a short reduction (gathered per tile) over
  * strides, dilations, padding and every padding mode; every epilogue,
- * transposed and grouped, 1-3D, against the reference, the same bits for 1
- * and 3 threads. */
+ * transposed and grouped, 1-3D, f32, and f16 / bf16 (widened into B, narrowed
+ * from the unit's rows; not bwd_w), against the reference, the same bits for
+ * 1 and 3 threads. NCONV_VERBOSE shows that the path ran and declined nothing. */
+typedef struct ref_1_3 {
+    nconv_context *ref, *ctx;
+    const nconv_problem *p;
+    operands *r, *a, *b;
+} ref_1_3;
+
+static int run_ref_1_3_call(void *arg) {
+    const ref_1_3 *c = arg;
+    run_ref_1_3(c->ref, c->ctx, c->p, c->r, c->a, c->b);
+    return 0;
+}
+
 static void test_planes(void) {
     /* The heuristic: igemm_planes wherever it applies (checked), the other directions on the
      * algorithms after it. */
@@ -651,47 +664,58 @@ static void test_planes(void) {
         {2, 600, 9, 3, 8, 1, 1, 0, 1, 0, 0},  {2, 3, 32, 1, 29, 7, 2, 3, 1, 0, 0},  {1, 1, 40, 1, 500, 10, 5, 0, 1, 0, 0},
         {1, 2, 34, 2, 300, 5, 3, 4, 2, 0, 1}, {2, 2, 16, 1, 20, 3, 1, 1, 1, 0, 2},  {2, 4, 48, 1, 21, 3, 2, 2, 2, 0, 3},
         {3, 2, 20, 1, 7, 3, 1, 1, 1, 0, 0},   {2, 3, 24, 1, 32, 4, 4, 0, 1, 0, 0},  {2, 3, 16, 1, 30, 3, 2, 5, 1, 0, 0},
-        {2, 3, 32, 1, 37, 3, 2, 1, 1, 0, 2},  {2, 24, 20, 2, 40, 1, 1, 0, 1, 0, 0}}; /* last: bwd_w in 6 pixel chunks */
+        {2, 3, 32, 1, 37, 3, 2, 1, 1, 0, 2},  {2, 24, 20, 2, 40, 1, 1, 0, 1, 0, 0}, /* bwd_w in 6 pixel chunks */
+        {2, 16, 2100, 1, 6, 1, 1, 0, 1, 0, 0}}; /* 16-bit: units of one tile (rows of 2100 channels) */
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
-    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-        nconv_problem p;
-        nconv_problem_init(&p, (int)cases[i][0]);
-        p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
-        p.transposed = (int)cases[i][9];
-        p.padding_mode = modes[cases[i][10]];
-        for (int d = 0; d < p.ndims; d++) {
-            p.in_size[d] = cases[i][4] + d, p.kernel[d] = cases[i][5], p.stride[d] = cases[i][6];
-            p.pad_begin[d] = p.pad_end[d] = cases[i][7], p.dilation[d] = cases[i][8];
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int di = 0; di < 3; di++) {
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cases[i][0]);
+            p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
+            p.transposed = (int)cases[i][9];
+            p.padding_mode = modes[cases[i][10]];
+            p.dtype = dts[di];
+            for (int d = 0; d < p.ndims; d++) {
+                p.in_size[d] = cases[i][4] + d, p.kernel[d] = cases[i][5], p.stride[d] = cases[i][6];
+                p.pad_begin[d] = p.pad_end[d] = cases[i][7], p.dilation[d] = cases[i][8];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
+            const char *chosen = "";
+            int applies = 0, any = 0;
+            for (int dir = 0; dir < 3; dir++) {
+                nconv_algorithm_applies("igemm_planes", &p, (nconv_direction)dir, &applies, NULL);
+                nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
+                CHECK(!applies || !strcmp(chosen, "igemm_planes"), "planes case %d dtype %d: core direction %d runs %s",
+                      i, (int)p.dtype, dir, chosen);
+                any |= applies;
+            }
+            const double tol = tolerance(p.dtype);
+            for (int epi = 0; epi < 4; epi++) {
+                operands r, a, b;
+                operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
+                r.has_b = epi & 1, r.has_z = epi >= 2;
+                r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+                a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
+                char text[1 << 14] = "";
+                ref_1_3 call = {ref, ctx, &p, &r, &a, &b};
+                test_verbose_run(run_ref_1_3_call, &call, text, sizeof text);
+                CHECK(!any || (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes")),
+                      "planes case %d dtype %d epi %d: the plane path did not run: %s", i, (int)p.dtype, epi, text);
+                const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
+                             ew = rel_err(&a.dw, &r.dw, p.dtype);
+                CHECK(ey <= tol && ex <= tol && ew <= tol,
+                      "planes case %d dtype %d epi %d: y err %g, dx err %g, dw err %g", i, (int)p.dtype, epi, ey, ex,
+                      ew);
+                const double eb = r.has_b ? rel_err(&a.db, &r.db, p.dtype) : 0;
+                CHECK(eb <= tol, "planes case %d dtype %d epi %d: db err %g", i, (int)p.dtype, epi, eb);
+                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                          !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes) &&
+                          (!r.has_b || !memcmp(a.db.buf, b.db.buf, a.db.bytes)),
+                      "planes case %d dtype %d epi %d: results differ between 1 and 3 threads", i, (int)p.dtype, epi);
+                operands_free(&r), operands_free(&a), operands_free(&b);
+            }
         }
-        CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
-        const char *chosen = "";
-        int applies = 0;
-        for (int dir = 0; dir < 3; dir++) {
-            nconv_algorithm_applies("igemm_planes", &p, (nconv_direction)dir, &applies, NULL);
-            nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
-            CHECK(!applies || !strcmp(chosen, "igemm_planes"), "planes case %d: core direction %d runs %s", i, dir,
-                  chosen);
-        }
-        nconv_context *run = ctx;
-        for (int epi = 0; epi < 4; epi++) {
-            operands r, a, b;
-            operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
-            r.has_b = epi & 1, r.has_z = epi >= 2;
-            r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
-            a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
-            run_ref_1_3(ref, run, &p, &r, &a, &b);
-            const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
-                         ew = rel_err(&a.dw, &r.dw, NCONV_F32);
-            CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "planes case %d epi %d: y err %g, dx err %g, dw err %g", i,
-                  epi, ey, ex, ew);
-            const double eb = r.has_b ? rel_err(&a.db, &r.db, NCONV_F32) : 0;
-            CHECK(eb <= 1e-5, "planes case %d epi %d: db err %g", i, epi, eb);
-            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
-                      !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes) && (!r.has_b || !memcmp(a.db.buf, b.db.buf, a.db.bytes)),
-                  "planes case %d epi %d: results differ between 1 and 3 threads", i, epi);
-            operands_free(&r), operands_free(&a), operands_free(&b);
-        }
-    }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
 }

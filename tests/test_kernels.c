@@ -870,8 +870,8 @@ static void sweep_convert(const nconv_kernels *k, uint64_t *rng) {
     for (int type = 0; type < 2; type++) {
         const nconv_convert16_fn cv = type ? k->bf16_convert : k->f16_convert;
         const char *name = type ? "bf16" : "f16";
-        const int64_t lens[] = {0, 1, 7, 8, 9, 17, N};
-        for (int li = 0; li < 7; li++) {
+        const int64_t lens[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, N};
+        for (int li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++) {
             const int64_t n = lens[li];
             for (int i = 0; i < N; i++) want[i] = type ? nconv__f32_to_bf16(f[i]) : nconv__f32_to_f16(f[i]);
             memset(h, 0xab, sizeof h);

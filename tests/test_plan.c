@@ -405,6 +405,17 @@ static void test_double_backward(void) {
 
 /* NCONV_VERBOSE names the algorithm that ran: a forced Winograd forward declines an input
  * with NaN, which igemm computes. */
+typedef struct fwd_call {
+    nconv_context *ctx;
+    const nconv_problem *p;
+    ops *o;
+} fwd_call;
+
+static int run_forward(void *arg) {
+    const fwd_call *f = arg;
+    return nconv_forward(f->ctx, f->p, NULL, &f->o->x.t, &f->o->w.t, NULL, NULL, &f->o->y.t, NULL, 0);
+}
+
 static void test_verbose_fallback(void) {
     nconv_problem p = conv2d(1, 8, 8, 1, 8, 3, 1);
     ops o;
@@ -413,28 +424,112 @@ static void test_verbose_fallback(void) {
     nconv_context *ctx;
     nconv_context_create(&ctx);
     nconv_context_set_algorithm(ctx, "winograd");
-    char path[] = "/tmp/nconv_verboseXXXXXX";
-    const int fd = mkstemp(path), saved = dup(2);
-    fflush(stderr);
-    dup2(fd, 2);
-    setenv("NCONV_VERBOSE", "1", 1);
-    const nconv_status st = nconv_forward(ctx, &p, NULL, &o.x.t, &o.w.t, NULL, NULL, &o.y.t, NULL, 0);
-    unsetenv("NCONV_VERBOSE");
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
     char text[4096] = "";
-    FILE *f = fdopen(fd, "r");
-    rewind(f);
-    const size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
-    unlink(path);
+    fwd_call call = {ctx, &p, &o};
+    const nconv_status st = (nconv_status)test_verbose_run(run_forward, &call, text, sizeof text);
     CHECK(st == NCONV_OK, "%s", nconv_last_error());
     CHECK(strstr(text, "algo=igemm,declined by winograd") && !strstr(text, "algo=winograd"),
           "verbose output: '%s'", text);
     nconv_context_destroy(ctx);
     ops_free(&o);
+}
+
+/* A plan for channels-last f16 / bf16 operands reads the row GEMM's source (x forward, dy
+ * backward-data) in place, widening its rows as it packs them, and narrows the output from f32
+ * rows: a forward plan's workspace holds no copy of x (smaller than the NCHW plan's by at least
+ * x in f32; backward-data's also covers the algorithm igemm hands non-finite weights to, which
+ * copies), an execution within exactly that workspace agrees with the reference and writes
+ * every element (bias and relu in the kernel; relu's mask backward; one thread: whole rows
+ * widened and narrowed a block at a time), and operands that are not channels-last are
+ * refused. */
+static void h_fill(uint16_t *h, int64_t n, nconv_dtype dt, uint64_t *rng) {
+    for (int64_t i = 0; i < n; i++) {
+        const float v = (float)test_uniform(rng);
+        h[i] = dt == NCONV_F16 ? nconv__f32_to_f16(v) : nconv__f32_to_bf16(v);
+    }
+}
+
+static double h_err(const uint16_t *a, const uint16_t *b, int64_t n, nconv_dtype dt) {
+    double md = 0, mr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double va = nconv__load(a, dt, i), vb = nconv__load(b, dt, i), d = fabs(va - vb);
+        if (!(d <= md)) md = d;
+        if (fabs(vb) > mr) mr = fabs(vb);
+    }
+    return md / (mr > 0 ? mr : 1);
+}
+
+static void test_16bit_in_place(void) {
+    const nconv_dtype dts[] = {NCONV_F16, NCONV_BF16};
+    const int64_t shapes[][6] = {{2, 24, 40, 1, 9, 3}, {3, 64, 48, 1, 16, 1}, {2, 32, 36, 2, 10, 3}}; /* n c o g hw k */
+    uint64_t rng = 16;
+    for (int di = 0; di < 2; di++)
+        for (int si = 0; si < 3; si++)
+            for (int bwd = 0; bwd < 2; bwd++) {
+                const int64_t *q = shapes[si];
+                nconv_problem p = conv2d(q[0], q[1], q[2], q[3], q[4], q[5], 1);
+                p.dtype = dts[di];
+                nconv_context *ctx, *ref;
+                nconv_context_create(&ctx), nconv_context_create(&ref);
+                nconv_context_set_algorithm(ctx, "igemm"), nconv_context_set_algorithm(ref, "ref");
+                nconv_context_set_threads(ctx, si == 1 ? 1 : 2); /* one thread: whole rows, one conversion per block */
+                const nconv_epilogue relu = {NCONV_ACT_RELU, 1.0};
+                nconv_plan_desc d;
+                nconv_plan_desc_init(&d, bwd ? NCONV_OP_BACKWARD : NCONV_OP_FORWARD);
+                if (bwd) d.outputs = NCONV_OUT_DX;
+                d.epi = relu;
+                nconv_plan *pl[2] = {NULL, NULL};
+                size_t wsz[2] = {0, 0};
+                for (int l = 0; l < 2; l++) {
+                    d.layout = l ? NCONV_LAYOUT_NCX : NCONV_LAYOUT_NXC;
+                    CHECK(nconv_plan_create(ctx, &p, &d, &pl[l]) == NCONV_OK, "%s", nconv_last_error());
+                    if (pl[l]) nconv_plan_workspace_size(pl[l], &wsz[l]);
+                }
+                int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS];
+                nconv_problem_shapes(&p, xs, ws, ys);
+                const int64_t nx = xs[0] * xs[1] * xs[2] * xs[3], nw = ws[0] * ws[1] * ws[2] * ws[3],
+                              ny = ys[0] * ys[1] * ys[2] * ys[3], oc = p.out_channels;
+                const int64_t src = bwd ? ny : nx, dst = bwd ? nx : ny;
+                CHECK(bwd || wsz[0] + 4 * (size_t)src <= wsz[1],
+                      "dtype %d shape %d: NHWC plan's workspace %zu, NCHW %zu", (int)p.dtype, si, wsz[0], wsz[1]);
+                uint16_t *hx = malloc(2 * (size_t)nx), *hw = malloc(2 * (size_t)nw), *hb = malloc(2 * (size_t)oc);
+                uint16_t *hy = malloc(2 * (size_t)ny), *hdy = malloc(2 * (size_t)ny);
+                uint16_t *out = malloc(2 * (size_t)dst), *want = malloc(2 * (size_t)dst);
+                h_fill(hx, nx, p.dtype, &rng), h_fill(hw, nw, p.dtype, &rng), h_fill(hb, oc, p.dtype, &rng);
+                h_fill(hdy, ny, p.dtype, &rng);
+                nconv_tensor tx, tw, tb, ty, tdy, to, tw_, tncx;
+                nconv_tensor_init(&tx, hx, 4, xs, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&tw, hw, 4, ws, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&tb, hb, 1, &oc, NCONV_LAYOUT_NCX);
+                nconv_tensor_init(&ty, hy, 4, ys, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&tdy, hdy, 4, ys, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&to, out, 4, bwd ? xs : ys, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&tw_, want, 4, bwd ? xs : ys, NCONV_LAYOUT_NXC);
+                nconv_tensor_init(&tncx, bwd ? hdy : hx, 4, bwd ? ys : xs, NCONV_LAYOUT_NCX);
+                /* y (relu's mask for backward) and the reference */
+                CHECK(nconv_forward(ref, &p, &relu, &tx, &tw, &tb, NULL, bwd ? &ty : &tw_, NULL, 0) == NCONV_OK, "%s",
+                      nconv_last_error());
+                if (bwd)
+                    CHECK(nconv_backward(ref, &p, &relu, &tx, &tw, &ty, &tdy, &tw_, NULL, NULL, NULL, NULL, 0) ==
+                              NCONV_OK,
+                          "%s", nconv_last_error());
+                for (int64_t i = 0; i < dst; i++) out[i] = 0x7fff; /* a NaN in both dtypes: every element written */
+                void *mem = malloc(wsz[0] ? wsz[0] : 1);
+                nconv_variant_pack v = {.x = &tx, .w = &tw, .workspace = mem, .workspace_size = wsz[0]};
+                if (bwd) v.y = &ty, v.dy = &tdy, v.dx = &to;
+                else v.bias = &tb, v.y = &to;
+                CHECK(pl[0] && nconv_plan_execute(pl[0], &v) == NCONV_OK, "%s", nconv_last_error());
+                const double e = h_err(out, want, dst, p.dtype), tol = p.dtype == NCONV_F16 ? 4e-3 : 3e-2;
+                CHECK(e <= tol, "dtype %d shape %d %s in place: err %g", (int)p.dtype, si, bwd ? "bwd_d" : "fwd", e);
+                if (bwd) v.dy = &tncx;
+                else v.x = &tncx;
+                if (pl[0])
+                    CHECK_ERROR(nconv_plan_execute(pl[0], &v), NCONV_INVALID_ARGUMENT,
+                                "not both channels-last, which the plan was made for");
+                nconv_plan_destroy(pl[0]), nconv_plan_destroy(pl[1]);
+                nconv_context_destroy(ctx), nconv_context_destroy(ref);
+                free(mem), free(hx), free(hw), free(hb), free(hy), free(hdy), free(out), free(want);
+            }
 }
 
 int main(void) {
@@ -470,5 +565,6 @@ int main(void) {
     test_misuse();
     test_double_backward();
     test_verbose_fallback();
+    test_16bit_in_place();
     return test_summary();
 }

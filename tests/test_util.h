@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nconv.h"
 
@@ -97,6 +98,28 @@ static inline void test_hook_free(void *user, void *p) {
     test_hook *h = user;
     h->live--;
     free(p);
+}
+
+/* Runs fn(arg) with NCONV_VERBOSE=1 and its stderr in text (at most cap - 1 bytes, NUL-ended):
+ * the library's record of the algorithms that ran. Returns fn's result. */
+static inline int test_verbose_run(int (*fn)(void *), void *arg, char *text, size_t cap) {
+    char path[] = "/tmp/nconv_verboseXXXXXX";
+    const int fd = mkstemp(path), saved = dup(2);
+    fflush(stderr);
+    dup2(fd, 2);
+    setenv("NCONV_VERBOSE", "1", 1);
+    const int r = fn(arg);
+    unsetenv("NCONV_VERBOSE");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fdopen(fd, "r");
+    rewind(f);
+    const size_t n = fread(text, 1, cap - 1, f);
+    text[n] = 0;
+    fclose(f);
+    unlink(path);
+    return r;
 }
 
 #endif

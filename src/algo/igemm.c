@@ -98,6 +98,11 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
     g->mc_tiles = A_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (g->mc_tiles < 1) g->mc_tiles = 1;
     if (g->mc_tiles > 64) g->mc_tiles = 64;
+    /* 16-bit outputs go through the block's f32 rows (see row_block): at most 512 KiB of them */
+    if (nconv__is_16bit(c->dt) && dir != NCONV_DIR_BWD_W) {
+        const int64_t cap = (512 << 10) / ((int64_t)sizeof(float) * MR * g->panels * NR);
+        if (g->mc_tiles > cap) g->mc_tiles = cap > 1 ? cap : 1;
+    }
     /* bwd_w: pixels per reduction block; the packed dy^T of a block stays in L2. */
     g->bw_kc = (64 << 10) / (g->Og > 0 ? g->Og : 1); /* the packed dy^T block: 256 KiB */
     if (g->bw_kc < 128) g->bw_kc = 128;
@@ -170,8 +175,11 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
         s->jobs = sizeof(job) * (size_t)(dir == NCONV_DIR_FWD ? c->G : c->G * c->s[0] * c->s[1] * c->s[2]);
-        s->scratch = sizeof(float *) * (size_t)(g.mc_tiles * MR * (2 * g.KS + 1) + g.KS) +
-                     (g.pack_a ? sizeof(float) * (size_t)(g.mc_tiles * MR * g.KS * (g.kchunk + PACK_PAD)) : 0);
+        /* row_block's scratch (row_task lays it out) */
+        const size_t rows = (size_t)(g.mc_tiles * MR), ks = (size_t)g.KS;
+        const size_t cbuf = nconv__is_16bit(c->dt) ? rows * (size_t)(g.panels * NR) : 0;
+        s->scratch = sizeof(float *) * rows * (2 * ks + 1) + sizeof(int64_t) * (rows + ks) +
+                     sizeof(float) * ((size_t)nconv__igemm_pack_floats(&g, c->dt) + cbuf);
     }
     if (g.dcols) { /* column blocks, and weights packed for them (as B panels, or as A tiles for NCHW dy) */
         s->cols = sizeof(float) * (size_t)(g.col_rows * g.KS * g.Cg);
@@ -188,9 +196,30 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
            nconv__ws_round(s->shares) + nconv__ws_round(s->cols) + (size_t)threads * nconv__ws_round(s->scratch);
 }
 
+int nconv__igemm_panel_major(const nconv_core *c, const geo *g) {
+    const int64_t panel_bytes = (int64_t)sizeof(float) * g->ks_rows * g->kc * NR;
+    int64_t rows = c->N * g->OS; /* fwd: every job's rows; bwd_d: the largest residue class's */
+    if (g->dir == NCONV_DIR_BWD_D) {
+        rows = c->N;
+        for (int a = 0; a < 3; a++) rows *= nconv__div_up(c->in[a], c->s[a]);
+    }
+    return c->G * g->panels * panel_bytes >= (2 << 20) && rows * g->kc * (int64_t)sizeof(float) <= (4 << 20);
+}
+
+int nconv__igemm_reads16(const nconv_core *c, const geo *g, unsigned copies) {
+    return nconv__is_16bit(c->dt) && (copies & NCONV_ACTS_NXC) && g->dir != NCONV_DIR_BWD_W && !g->wfold &&
+           !g->dcols && !nconv__igemm_panel_major(c, g);
+}
+
+int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt) {
+    return g->pack_a || nconv__is_16bit(dt) ? g->mc_tiles * MR * g->KS * (g->kchunk + PACK_PAD) : 0;
+}
+
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     geo g;
     nconv__igemm_geometry(c, dir, threads, &g);
+    const unsigned source = dir == NCONV_DIR_FWD ? NCONV_COPY_X : NCONV_COPY_Y;
+    if (nconv__igemm_reads16(c, &g, copies)) copies &= ~source;
     ws_sizes s;
     return nconv__igemm_sizes(c, &g, threads, copies, &s);
 }
@@ -208,7 +237,9 @@ static void tap_offsets(const nconv_core *c, const nconv_view *w, int64_t *toff)
 typedef struct wpad_ctx {
     const nconv_core *c;
     const geo *g;
-    const float *x; /* NHWC */
+    const float *x;        /* NHWC f32, or NULL when x16 is read instead */
+    const uint16_t *x16;   /* NHWC 16-bit, widened as it is copied */
+    nconv_convert16_fn cv; /* its conversion */
     float *xb;
 } wpad_ctx;
 
@@ -221,17 +252,19 @@ static void wpad_task(void *arg, int tid, int nthreads) {
     int64_t u0, u1;
     nconv__split(c->G * rows, tid, nthreads, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
-        const int64_t gi = u / rows, r = u % rows;
-        const float *src = wc->x + r * IW * c->C + gi * Cg;
+        const int64_t gi = u / rows, r = u % rows, src = r * IW * c->C + gi * Cg; /* the row's offset in x */
         float *dst = wc->xb + u * iw_pad * Cg;
         for (int64_t jw = 0; jw < iw_pad; jw++) {
             if (c->G == 1 && jw == lo && hi > lo) {
-                memcpy(dst + lo * Cg, src + (lo - c->pb[2]) * c->C, sizeof(float) * (size_t)((hi - lo) * Cg));
+                const int64_t off = src + (lo - c->pb[2]) * c->C, n = (hi - lo) * Cg;
+                if (wc->x16) wc->cv(n, wc->x16 + off, dst + lo * Cg, 1);
+                else memcpy(dst + lo * Cg, wc->x + off, sizeof(float) * (size_t)n);
                 jw = hi - 1;
                 continue;
             }
             const int64_t iw = nconv__map_index(jw - c->pb[2], IW, c->mode);
-            for (int64_t q = 0; q < Cg; q++) dst[jw * Cg + q] = iw < 0 ? 0.0f : src[iw * c->C + q];
+            for (int64_t q = 0, off = src + iw * c->C; q < Cg; q++)
+                dst[jw * Cg + q] = iw < 0 ? 0.0f : wc->x16 ? nconv__load_f32(wc->x16, c->dt, off + q) : wc->x[off + q];
         }
     }
 }
@@ -243,6 +276,12 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     const geo g = *gp;
     const ws_sizes *s = &b->s;
     b->copies = nconv__exec_copies(e);
+    /* The row GEMM reads a 16-bit channels-last source in place, widening A rows as it packs them:
+     * no copy of it (deep layers, panel-major, would widen all of it per unit: copied once). */
+    const nconv_view *src = dir == NCONV_DIR_FWD ? e->x : e->y;
+    const unsigned acts = nconv__view_is_nxc(e->x) && nconv__view_is_nxc(e->y) ? NCONV_ACTS_NXC : 0u;
+    const int reads16 = nconv__igemm_reads16(c, gp, acts);
+    if (reads16) b->copies &= ~(dir == NCONV_DIR_FWD ? (unsigned)NCONV_COPY_X : (unsigned)NCONV_COPY_Y);
     nconv__igemm_sizes(c, gp, threads, b->copies, &b->s);
     /* w as igemm_pack made it: the row GEMM's panels */
     b->prepacked = e->packed && dir != NCONV_DIR_BWD_W && !g.dcols;
@@ -259,9 +298,18 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     tap_offsets(c, e->w, b->toff);
 
     b->x = NULL;
+    b->src16 = NULL;
+    if (reads16) {
+        b->src16 = src->data;
+        b->y = NULL, b->dy_planes = 0;
+        return NCONV_OK;
+    }
     if (g.wfold) { /* xb[g][n][i0][i1][jw][c] = x at W index jw - pb (padding mode applied), zero outside */
         const int64_t rows = c->N * c->in[0] * c->in[1];
-        wpad_ctx wc = {c, gp, nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C), xb};
+        /* 16-bit channels-last x is widened as it is copied, f32 ones read in place */
+        const int x16 = nconv__is_16bit(e->x->dt) && nconv__view_is_nxc(e->x);
+        wpad_ctx wc = {c, gp, x16 ? NULL : nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C),
+                       x16 ? e->x->data : NULL, e->x->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert, xb};
         nconv__parallel(e, wpad_task, &wc);
         b->x = xb;
     } else if (dir != NCONV_DIR_BWD_D) {

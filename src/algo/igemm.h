@@ -47,6 +47,13 @@ typedef struct geo {
     int64_t col_rows;  /* dcols: output pixels per column block */
 } geo;
 
+/* Whether the row GEMM runs panel-major (weights of megabytes, few rows; see nconv__igemm_rows_run). */
+int nconv__igemm_panel_major(const nconv_core *c, const geo *g);
+/* Whether it reads its 16-bit source (x, or dy for bwd_d) in place, with x and y channels-last as
+ * `copies` (NCONV_ACTS_NXC) says: then it needs no copy of that source. */
+int nconv__igemm_reads16(const nconv_core *c, const geo *g, unsigned copies);
+/* Floats of the row GEMM's packed A rows per thread (pack_a, and 16-bit sources). */
+int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt);
 /* The geometry of (c, dir) at `threads` (bwd_w's blocking depends on it; the rest does not). */
 void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads, geo *g);
 /* bwd_d with one group and thin input channels: the shape igemm_cols computes (g->dcols). */
@@ -130,6 +137,7 @@ typedef struct igemm_bufs {
     size_t scratch_stride;
     int prepacked; /* packed is the plan's (nconv_exec.packed) */
     const float *x, *y;
+    const uint16_t *src16; /* row GEMM: its 16-bit channels-last source (x or dy), read in place (x, y NULL) */
     int dy_planes;
 } igemm_bufs;
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *g, const char *name, igemm_bufs *b);

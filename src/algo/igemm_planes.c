@@ -1,7 +1,7 @@
 /*
- * A path of algorithm "igemm": convolution on channel planes (NCHW f32)
- * with no layout conversion, for the shapes where the columns of the GEMM
- * can be output pixels:
+ * A path of algorithm "igemm": convolution on channel planes (NCHW f32,
+ * f16 or bf16) with no layout conversion, for the shapes where the columns
+ * of the GEMM can be output pixels:
  *   1x1 (stride 1, no padding), fwd and bwd_d:
  *     fwd:   y[o][p]  = sum_c w[o][c] * x[c][p]
  *     bwd_d: dx[c][p] = sum_o w[o][c] * dy[o][p]
@@ -19,6 +19,11 @@
  * two transposes of the activations, more memory traffic than the GEMM
  * itself when channels are few or the output is much larger than the input.
  *
+ * 16-bit operands are widened to f32 as they are packed (the weights, B's
+ * plane runs, a gather's input rows, the transposes' rows) and outputs
+ * narrowed from a unit's f32 rows once its reduction is done: f32
+ * accumulation, no whole-tensor conversion.
+ *
  * Threads split (image, group, run of 16-pixel tiles) units; each unit runs
  * the reduction in blocks, so every output is summed in one fixed order:
  * results do not depend on the thread count. With z, the tile is filled
@@ -35,6 +40,8 @@ enum { B_FLOATS = 32768 };     /* the packed B of a unit: 128 KiB, in L2 */
 enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: the NHWC path takes them */
 enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per unit */
 enum { KGROUP = 8 };           /* 1x1: planes copied into B together (see run_task) */
+enum { O_FLOATS = 65536 };     /* 16-bit outputs: a unit's f32 rows before narrowing, 256 KiB */
+enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most */
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
@@ -50,17 +57,36 @@ static int is_1x1(const nconv_core *c) {
     return 1;
 }
 
+/* 16-pixel tiles per unit: its packed B fits B_FLOATS and, with 16-bit outputs, its f32 rows
+ * (every output-side channel of the group) fit O_FLOATS. */
+static int64_t unit_tiles(const nconv_core *c, int64_t rows, int64_t red) {
+    const int64_t kb = red < K_BLOCK ? red : K_BLOCK;
+    int64_t pt = B_FLOATS / (kb * NR);
+    if (pt > MAX_TILES) pt = MAX_TILES;
+    if (c->dt != NCONV_F32 && pt * NR * rows > O_FLOATS) pt = O_FLOATS / (NR * rows);
+    return pt < 1 ? 1 : pt;
+}
+
+/* 16-bit operands: floats of a unit's f32 rows (f32 outputs are written in place) and of a group
+ * of its B rows widened (1x1: [KGROUP][MAX_TILES * NR], one conversion per plane run). */
+static int64_t wide_floats(const nconv_core *c, int64_t rows, int64_t red) {
+    return c->dt == NCONV_F32 ? 0 : rows * unit_tiles(c, rows, red) * NR + KGROUP * MAX_TILES * NR;
+}
+
 static int64_t row_floats(const nconv_core *c);
-/* Per thread: the packed B panel, the gather's row scratch, then the B rows of the current (image, group). */
-static size_t scratch_bytes(const nconv_core *c, int64_t red) {
-    return sizeof(float) * (size_t)(B_FLOATS + row_floats(c)) + sizeof(float *) * (size_t)red;
+/* Per thread: the packed B panel, the gather's row scratch, the unit's f32 rows (16-bit outputs),
+ * then the B rows of the current (image, group). */
+static size_t scratch_bytes(const nconv_core *c, int64_t rows, int64_t red) {
+    return sizeof(float) * (size_t)(B_FLOATS + row_floats(c) + wide_floats(c, rows, red)) +
+           sizeof(const char *) * (size_t)red;
 }
 
 static int64_t bw_block(const nconv_core *c);
 static int64_t bw_chunks(const nconv_core *c);
 
 static int planes_shape(const nconv_core *c, nconv_direction dir) {
-    if (c->dt != NCONV_F32) return 0;
+    /* f16 and bf16 are widened as the operands are packed and narrowed as outputs are stored */
+    if (c->dt != NCONV_F32 && c->dt != NCONV_F16 && c->dt != NCONV_BF16) return 0;
     /* bwd_w reduces over pixels: small planes lose no lanes */
     if (dir == NCONV_DIR_BWD_W) return is_1x1(c) && bw_block(c) > 0;
     if (nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
@@ -69,9 +95,10 @@ static int planes_shape(const nconv_core *c, nconv_direction dir) {
 }
 
 static int planes_suit(const nconv_exec *e) {
-    if (!planes_shape(e->c, e->dir) || e->w->dt != NCONV_F32) return 0;
-    if (!nconv__view_is_planar_f32(e->x) || !nconv__view_is_planar_f32(e->y)) return 0;
-    return !e->epi || !e->epi->z || nconv__view_is_planar_f32(e->epi->z);
+    const nconv_dtype dt = e->c->dt;
+    if (!planes_shape(e->c, e->dir) || e->w->dt != dt || e->x->dt != dt || e->y->dt != dt) return 0;
+    if (!nconv__view_is_planar(e->x) || !nconv__view_is_planar(e->y)) return 0;
+    return !e->epi || !e->epi->z || (e->epi->z->dt == dt && nconv__view_is_planar(e->epi->z));
 }
 
 static size_t bw_scratch_bytes(const nconv_core *c);
@@ -88,7 +115,8 @@ static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int thr
     dims(c, dir, &rows, &red);
     const size_t apack = sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
     const size_t init = sizeof(float) * (size_t)(c->G * rows);
-    return nconv__ws_round(apack) + nconv__ws_round(init) + (size_t)threads * nconv__ws_round(scratch_bytes(c, red));
+    return nconv__ws_round(apack) + nconv__ws_round(init) +
+           (size_t)threads * nconv__ws_round(scratch_bytes(c, rows, red));
 }
 
 typedef struct planes_ctx {
@@ -103,15 +131,26 @@ typedef struct planes_ctx {
     const nconv_view *src, *out, *z;
     double alpha;
     int relu;
-    char *scratch; /* per thread, scratch_bytes(c, red) rounded */
+    nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
+    char *scratch;         /* per thread, scratch_bytes(c, rows, red) rounded */
 } planes_ctx;
+
+/* Element off of v, as f32. */
+static inline float elem_f32(const nconv_view *v, int64_t off) {
+    return v->dt == NCONV_F32 ? ((const float *)v->data)[off] : nconv__load_f32(v->data, v->dt, off);
+}
+
+/* n elements of v from offset off into dst, as f32 (cv: v's 16-bit conversion, NULL for f32). */
+static void read_run(const nconv_view *v, nconv_convert16_fn cv, int64_t off, int64_t n, float *dst) {
+    if (cv) cv(n, (const uint16_t *)v->data + off, dst, 1);
+    else memcpy(dst, (const float *)v->data + off, sizeof(float) * (size_t)n);
+}
 
 /* apack[g][t][k][r] = A[t * MR + r][k] of group g (zero past the rows). */
 static void pack_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_exec *e = pc->e;
     const nconv_view *w = e->w;
-    const float *wd = w->data;
     const nconv_core *c = e->c;
     const int fwd = e->dir == NCONV_DIR_FWD;
     const int64_t Og = c->O / c->G, KS = nconv__core_kernel_spatial(c);
@@ -122,15 +161,16 @@ static void pack_task(void *arg, int tid, int nthreads) {
         float *dst = pc->apack + u * pc->red * MR;
         const int64_t nr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
         if (!fwd) { /* bwd_d (1x1): A[row][k] = w[g * Og + k][row], a tile's rows side by side in w */
-            const float *s = wd + g * Og * w->stride[0] + t * MR * w->stride[1];
+            int64_t s = g * Og * w->stride[0] + t * MR * w->stride[1];
             for (int64_t k = 0; k < pc->red; k++, s += w->stride[0])
-                for (int64_t r = 0; r < MR; r++) dst[k * MR + r] = r < nr ? s[r * w->stride[1]] : 0.0f;
+                for (int64_t r = 0; r < MR; r++) dst[k * MR + r] = r < nr ? elem_f32(w, s + r * w->stride[1]) : 0.0f;
             continue;
         }
         if (KS == 1) { /* fwd 1x1: A[row][k] = w[g * Og + row][k] */
             for (int64_t r = 0; r < MR; r++) {
-                const float *s = wd + (g * Og + t * MR + (r < nr ? r : 0)) * w->stride[0];
-                for (int64_t k = 0; k < pc->red; k++) dst[k * MR + r] = r < nr ? s[k * w->stride[1]] : 0.0f;
+                const int64_t s = (g * Og + t * MR + (r < nr ? r : 0)) * w->stride[0];
+                for (int64_t k = 0; k < pc->red; k++)
+                    dst[k * MR + r] = r < nr ? elem_f32(w, s + k * w->stride[1]) : 0.0f;
             }
             continue;
         }
@@ -142,13 +182,14 @@ static void pack_task(void *arg, int tid, int nthreads) {
             }
             /* fwd: w[g * Og + row][ci][t], k = ci * KS + t (nested loops: four divisions per
              * element made this packing half as long as the GEMM of a 1x1 layer) */
-            const float *s = wd + (g * Og + row) * w->stride[0];
+            const int64_t s = (g * Og + row) * w->stride[0];
             float *d = dst + r;
             for (int64_t ci = 0; ci < pc->red / KS; ci++)
                 for (int64_t t0 = 0; t0 < c->k[0]; t0++)
                     for (int64_t t1 = 0; t1 < c->k[1]; t1++)
                         for (int64_t t2 = 0; t2 < c->k[2]; t2++, d += MR)
-                            *d = s[ci * w->stride[1] + t0 * w->stride[2] + t1 * w->stride[3] + t2 * w->stride[4]];
+                            *d = elem_f32(w, s + ci * w->stride[1] + t0 * w->stride[2] + t1 * w->stride[3] +
+                                            t2 * w->stride[4]);
         }
     }
 }
@@ -165,9 +206,10 @@ static int64_t row_floats(const nconv_core *c) {
  * zero outside x (or the padding mode's element) and past q1. Along an output row, tap t's pixels
  * read one input row at stride s[2]: that row is copied once per (row segment, ci, t0, t1),
  * padded, and split into its column phases, so each tap's run of pixels is one contiguous copy
- * (an element-by-element gather cost several times the GEMM). xg is image n, group g. */
-static void gather_unit(const nconv_core *c, const nconv_view *x, const float *xg, int64_t q0, int64_t q1,
-                        int64_t k0, int64_t kc, float *b, float *rowbuf) {
+ * (an element-by-element gather cost several times the GEMM). xg is the offset of image n, group g
+ * in x; cv widens 16-bit x (NULL: f32). */
+static void gather_unit(const nconv_core *c, const nconv_view *x, nconv_convert16_fn cv, int64_t xg, int64_t q0,
+                        int64_t q1, int64_t k0, int64_t kc, float *b, float *rowbuf) {
     const int64_t KS = nconv__core_kernel_spatial(c), KW = c->k[2], OW = c->out[2];
     const int64_t s = c->s[2], dl = c->d[2], IW = c->in[2];
     for (int64_t p = q0; p < q1;) { /* one output row segment [p, p + run) */
@@ -181,15 +223,15 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, const float *x
             const int64_t ih = nconv__map_index(oh * c->s[1] - c->pb[1] + t1 * c->d[1], c->in[1], c->mode);
             const float *ph = rowbuf;
             if (id >= 0 && ih >= 0) {
-                const float *row = xg + ci * x->stride[1] + id * x->stride[2] + ih * x->stride[3];
+                const int64_t row = xg + ci * x->stride[1] + id * x->stride[2] + ih * x->stride[3];
                 float *xp = s == 1 ? rowbuf : rowbuf + s * plen; /* xp[j]: column base + j */
                 /* columns [lo, hi) lie in x; the others are padding */
                 const int64_t lo = base >= 0 ? 0 : -base < len ? -base : len;
                 const int64_t hi = IW - base < lo ? lo : IW - base < len ? IW - base : len;
-                if (hi > lo) memcpy(xp + lo, row + base + lo, sizeof(float) * (size_t)(hi - lo));
+                if (hi > lo) read_run(x, cv, row + base + lo, hi - lo, xp + lo);
                 for (int64_t j = lo > 0 ? 0 : hi; j < len; j = j + 1 == lo ? hi : j + 1) {
                     const int64_t m = nconv__map_index(base + j, IW, c->mode);
-                    xp[j] = m < 0 ? 0.0f : row[m];
+                    xp[j] = m < 0 ? 0.0f : elem_f32(x, row + m);
                 }
                 if (s == 2) {
                     for (int64_t i = 0; i < len / 2; i++) {
@@ -236,11 +278,16 @@ static void run_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_core *c = pc->e->c;
     const nconv_view *src = pc->src, *out = pc->out, *z = pc->z;
-    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->red));
+    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->rows, pc->red));
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
     float *rowbuf = bpack + B_FLOATS;
-    const float **brows = (const float **)(rowbuf + row_floats(c));
-    const int64_t ldc = out->stride[1];
+    float *wide = rowbuf + row_floats(c);         /* 16-bit: B rows widened, [KGROUP][pt * NR] */
+    float *obuf = wide + KGROUP * MAX_TILES * NR; /* 16-bit: the unit's rows, [rows][pt * NR] */
+    const char **brows = (const char **)(wide + wide_floats(c, pc->rows, pc->red));
+    const nconv_convert16_fn cv = pc->cv;
+    const size_t esz = nconv_dtype_size(c->dt);
+    /* f32 rows are written in place; 16-bit ones in obuf, from its column 0, then narrowed */
+    const int64_t ldc = cv ? pc->pt * NR : out->stride[1];
     const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
     int64_t u0, u1;
     nconv__split(c->N * c->G * pc->blocks, tid, nthreads, &u0, &u1);
@@ -248,38 +295,47 @@ static void run_task(void *arg, int tid, int nthreads) {
     for (int64_t u = u0; u < u1; u++) {
         const int64_t ng = u / pc->blocks, n = ng / c->G, g = ng % c->G;
         const int64_t q0 = (u % pc->blocks) * pc->pt * NR, q1 = q0 + pc->pt * NR < pc->P ? q0 + pc->pt * NR : pc->P;
-        const float *sg = (const float *)src->data + n * src->stride[0] + g * src_group * src->stride[1];
+        const int64_t sg = n * src->stride[0] + g * src_group * src->stride[1];
         if (!pc->gather && ng != cur) {
-            for (int64_t k = 0; k < pc->red; k++) brows[k] = sg + k * src->stride[1];
+            for (int64_t k = 0; k < pc->red; k++)
+                brows[k] = (const char *)src->data + esz * (size_t)(sg + k * src->stride[1]);
             cur = ng;
         }
-        float *o = (float *)out->data + n * out->stride[0] + g * pc->rows * out->stride[1];
+        const int64_t og = n * out->stride[0] + g * pc->rows * out->stride[1];
+        float *o = cv ? obuf : (float *)out->data + og + q0; /* o[r * ldc + q - q0]: pixel q of row r */
         /* z goes in before the GEMM (with the bias); a bias alone starts the rows. */
         if (z)
             for (int64_t r = 0; r < pc->rows; r++) {
                 const float b = pc->init ? pc->init[g * pc->rows + r] : 0.0f;
-                const float *zs = (const float *)z->data + n * z->stride[0] + (g * pc->rows + r) * z->stride[1];
-                for (int64_t q = q0; q < q1; q++) o[r * ldc + q] = b + (float)pc->alpha * zs[q];
+                float *orow = o + r * ldc;
+                read_run(z, cv, n * z->stride[0] + (g * pc->rows + r) * z->stride[1] + q0, q1 - q0, orow);
+                for (int64_t q = 0; q < q1 - q0; q++) orow[q] = b + (float)pc->alpha * orow[q];
             }
         for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
             const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
-            if (pc->gather) gather_unit(c, src, sg, q0, q1, k0, kc, bpack, rowbuf);
+            if (pc->gather) gather_unit(c, src, cv, sg, q0, q1, k0, kc, bpack, rowbuf);
             /* Planes in groups of KGROUP: each tile's rows of the group are one contiguous run
              * of bpack (a k at a time, the stores would go to every tile, 16 KiB apart). */
             for (int64_t kg = 0; kg < kc && !pc->gather; kg += KGROUP) {
                 const int64_t ke = kc - kg < KGROUP ? kc : kg + KGROUP;
+                /* 16-bit planes are widened a run per plane first (a call per 16 values cost
+                 * more than the copy). */
+                for (int64_t k = kg; cv && k < ke; k++)
+                    cv(q1 - q0, (const uint16_t *)brows[k0 + k] + q0, wide + (k - kg) * pc->pt * NR, 1);
                 /* Each k is another plane: too many streams for the hardware prefetcher (the
                  * misses were most of this copy, itself as long as the GEMM of a 1x1 layer). */
                 for (int64_t p0 = q0; p0 < q1; p0 += NR)
                     for (int64_t k = kg; k < ke; k++) {
-                        const float *b = brows[k0 + k];
+                        const float *b =
+                            cv ? wide + (k - kg) * pc->pt * NR + (p0 - q0) : (const float *)brows[k0 + k] + p0;
                         if (p0 == q0 && k + KGROUP < kc) /* the next group's planes, one per k */
-                            for (int64_t p = q0; p < q1; p += 16) __builtin_prefetch(brows[k0 + k + KGROUP] + p);
+                            for (int64_t p = q0; p < q1; p += 64 / (int64_t)esz)
+                                __builtin_prefetch(brows[k0 + k + KGROUP] + esz * (size_t)p);
                         float *d = bpack + ((p0 - q0) / NR * kc + k) * NR;
                         if (q1 - p0 >= NR) {
-                            memcpy(d, b + p0, sizeof(float) * NR);
+                            memcpy(d, b, sizeof(float) * NR);
                         } else {
-                            memcpy(d, b + p0, sizeof(float) * (size_t)(q1 - p0));
+                            memcpy(d, b, sizeof(float) * (size_t)(q1 - p0));
                             memset(d + (q1 - p0), 0, sizeof(float) * (size_t)(NR - (q1 - p0)));
                         }
                     }
@@ -293,9 +349,11 @@ static void run_task(void *arg, int tid, int nthreads) {
                 /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which
                  * share A's loads): with short reductions (raw audio: 10) the call was the cost. */
                 const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
-                pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc + q0, ldc, rinit, flags);
+                pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc, ldc, rinit, flags);
             }
         }
+        for (int64_t r = 0; cv && r < pc->rows; r++)
+            cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
     }
 }
 
@@ -313,14 +371,13 @@ static nconv_status planes_run(const nconv_exec *e) {
     pc.tiles = nconv__div_up(pc.rows, MR);
     pc.P = nconv__core_out_spatial(c);
     pc.gather = !is_1x1(c);
-    const int64_t kb = pc.red < K_BLOCK ? pc.red : K_BLOCK;
-    pc.pt = B_FLOATS / (kb * NR);
-    if (pc.pt > 8) pc.pt = 8;
+    pc.pt = unit_tiles(c, pc.rows, pc.red);
     pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
+    pc.cv = c->dt == NCONV_F16 ? e->k->f16_convert : c->dt == NCONV_BF16 ? e->k->bf16_convert : NULL;
     const int threads = e->threads;
     pc.apack = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
-    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.red)));
+    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.rows, pc.red)));
     if (!pc.apack || !init || !pc.scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     const int fwd = e->dir == NCONV_DIR_FWD;
@@ -382,15 +439,18 @@ static int64_t bw_chunks(const nconv_core *c) {
     return n > 1 ? n : 1;
 }
 
-/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
+/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band,
+ * and for 16-bit operands the rows of a transpose widened (BW_BAND >= NR rows of a block). */
 static size_t bw_scratch_bytes(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
-    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND));
+    const int64_t wide = c->dt == NCONV_F32 ? 0 : BW_BAND;
+    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND + wide));
 }
 
 typedef struct pbw_ctx {
     const nconv_exec *e;
     const nconv_kernels *k;
+    nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
     int64_t Og, Cg, P, kc, otiles, cpanels, chunks;
     int split_rows;     /* one chunk: threads own row tiles (else pairs of column panels) */
     float *acc;         /* per chunk: [G][Og][Cg] */
@@ -399,6 +459,19 @@ typedef struct pbw_ctx {
     char *scratch;
     size_t stride;
 } pbw_ctx;
+
+/* Rows [r, r + nrows) of len elements of a plane view from offset off (rows a channel apart), as
+ * f32 rows *ld floats apart: v's own memory, or with cv its rows widened into wide (kc apart). */
+static const float *plane_rows(const nconv_view *v, nconv_convert16_fn cv, int64_t off, int64_t nrows, int64_t len,
+                               float *wide, int64_t kc, int64_t *ld) {
+    if (!cv) {
+        *ld = v->stride[1];
+        return (const float *)v->data + off;
+    }
+    for (int64_t r = 0; r < nrows; r++) cv(len, (const uint16_t *)v->data + off + r * v->stride[1], wide + r * kc, 1);
+    *ld = kc;
+    return wide;
+}
 
 /* Row tiles [t0, t1) and column panels [q0, q1) over pixels [m_lo, m_hi) into acc and, when
  * not NULL, lanes (zeroed by the caller). The first block's kernel calls write the sums
@@ -412,6 +485,7 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
     float *apack = (float *)scratch;             /* [otiles][kc][MR] */
     float *bpack = apack + b->otiles * kc * MR;  /* [cpanels][kc][NR] */
     float *band = bpack + b->cpanels * kc * NR;  /* [kc][BW_BAND] */
+    float *wide = band + kc * BW_BAND;           /* 16-bit: [BW_BAND][kc] */
     const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
     for (int64_t g = 0; g < c->G; g++) {
         float *acc = acc_all + g * Og * Cg;
@@ -424,12 +498,14 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
             for (int64_t i0 = 0; i0 < kk;) {
                 const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P;
                 const int64_t len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
-                const float *xs = (const float *)x->data + n * x->stride[0] + g * Cg * x->stride[1] + p0;
-                const float *ys = (const float *)y->data + n * y->stride[0] + g * Og * y->stride[1] + p0;
+                const int64_t xs = n * x->stride[0] + g * Cg * x->stride[1] + p0;
+                const int64_t ys = n * y->stride[0] + g * Og * y->stride[1] + p0;
+                int64_t ld;
                 /* A: dy^T of the rows, BW_BAND channels per transpose, then split into tiles of MR */
                 for (int64_t ob = o0; ob < o1; ob += BW_BAND) {
                     const int64_t nb = o1 - ob < BW_BAND ? o1 - ob : BW_BAND;
-                    k->transpose(nb, len, ys + ob * y->stride[1], y->stride[1], band, BW_BAND);
+                    const float *rows = plane_rows(y, b->cv, ys + ob * y->stride[1], nb, len, wide, kc, &ld);
+                    k->transpose(nb, len, rows, ld, band, BW_BAND);
                     if (lanes) k->chsum(len, nb, band, BW_BAND, lanes + g * Og + ob, c->O);
                     for (int64_t r = 0; r < nb; r += MR) {
                         float *dst = apack + ((ob + r - o0) / MR) * kc * MR + i0 * MR;
@@ -447,7 +523,8 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
                 for (int64_t q = q0; q < q1; q++) {
                     const int64_t nc = Cg - q * NR < NR ? Cg - q * NR : NR;
                     float *dst = bpack + (q - q0) * kc * NR + i0 * NR;
-                    k->transpose(nc, len, xs + q * NR * x->stride[1], x->stride[1], dst, NR);
+                    const float *rows = plane_rows(x, b->cv, xs + q * NR * x->stride[1], nc, len, wide, kc, &ld);
+                    k->transpose(nc, len, rows, ld, dst, NR);
                     if (nc < NR)
                         for (int64_t i = 0; i < len; i++)
                             memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
@@ -514,12 +591,16 @@ static void pbw_out_task(void *arg, int tid, int nthreads) {
     const int64_t rows = b->e->c->O;
     int64_t r0, r1;
     nconv__split(rows, tid, nthreads, &r0, &r1);
-    float *wd = w->data;
     for (int64_t o = r0; o < r1; o++)
         for (int64_t ci = 0; ci < b->Cg; ci++) {
             const int64_t off = o * w->stride[0] + ci * w->stride[1];
-            if (b->e->accumulate) wd[off] += b->acc[o * b->Cg + ci];
-            else wd[off] = b->acc[o * b->Cg + ci];
+            const float v = b->acc[o * b->Cg + ci];
+            if (w->dt == NCONV_F32) {
+                float *wd = w->data;
+                wd[off] = b->e->accumulate ? wd[off] + v : v;
+            } else {
+                nconv__store1(w->data, w->dt, off, b->e->accumulate ? (float)nconv__load(w->data, w->dt, off) + v : v);
+            }
         }
 }
 
@@ -529,6 +610,7 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     memset(&b, 0, sizeof b);
     b.e = e;
     b.k = e->k;
+    b.cv = c->dt == NCONV_F16 ? e->k->f16_convert : c->dt == NCONV_BF16 ? e->k->bf16_convert : NULL;
     b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
     b.otiles = nconv__div_up(b.Og, MR), b.cpanels = nconv__div_up(b.Cg, NR), b.chunks = bw_chunks(c);
     b.split_rows = b.Og >= b.Cg;
@@ -551,7 +633,8 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
 static int planes_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (!nconv__igemm_applies(c, dir, why_not)) return 0;
     if (planes_shape(c, dir)) return 1;
-    if (why_not) *why_not = "f32 1x1 layers (bwd_w: with few pixels per block), or forward with a short reduction";
+    if (why_not)
+        *why_not = "f32, f16 or bf16 1x1 layers (bwd_w: with few pixels per block), or forward with a short reduction";
     return 0;
 }
 

@@ -20,8 +20,13 @@ typedef struct row_ctx {
     nconv_direction dir;
     geo g;
     const nconv_kernels *k;
-    const float *src;  /* x (fwd) or dy (bwd_d), NHWC */
-    float *dst;        /* y (fwd) or dx (bwd_d), NHWC */
+    const float *src;  /* x (fwd) or dy (bwd_d), NHWC; NULL when src16 is read instead */
+    float *dst;        /* y (fwd) or dx (bwd_d), NHWC; NULL when dst16 is written instead */
+    /* 16-bit channels-last operands read and written in place: A rows widened as they are
+     * packed, a unit's output rows narrowed from a block of f32 rows (see row_block) */
+    const uint16_t *src16;
+    uint16_t *dst16;
+    nconv_convert16_fn cv; /* their conversion */
     const float *init; /* [G][panels][NR] */
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
@@ -41,71 +46,75 @@ typedef struct row_ctx {
     int *finite; /* per thread: every weight it packed was finite */
 } row_ctx;
 
+/* Rows are decoded as element offsets into the source and the output (NO_ROW: a row of zeros),
+ * then made pointers into f32 operands or, for 16-bit ones, packed widened (see row_block). */
+enum { NO_ROW = -1 };
+
 /* Input row starts of output row (n, o0, o1), one per (k0, k1): in the
- * W-padded copy when folded, else in x at the group's first channel; NULL
+ * W-padded copy when folded, else in x at the group's first channel; NO_ROW
  * for a row of padding. The same for every pixel of the output row. */
-static void fwd_row_bases(const row_ctx *rc, const job *j, const pixel *px, const float **rb) {
+static void fwd_row_bases(const row_ctx *rc, const job *j, const pixel *px, int64_t *rb) {
     const nconv_core *c = rc->c;
-    const float *img = rc->g.wfold ? rc->src + (j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad * rc->g.Cg
-                                   : rc->src + px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
+    const int64_t img = rc->g.wfold ? (j->g * c->N + px->n) * c->in[0] * c->in[1] * rc->g.iw_pad * rc->g.Cg
+                                    : px->n * rc->g.IS * c->C + j->g * rc->g.Cg;
     const int64_t row_len = rc->g.wfold ? rc->g.iw_pad * rc->g.Cg : c->in[2] * c->C;
     for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++) {
         const int64_t i0 = nconv__map_index(px->o[0] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
         for (int64_t k1 = 0; k1 < c->k[1]; k1++, t++) {
             const int64_t i1 = nconv__map_index(px->o[1] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
-            rb[t] = i0 < 0 || i1 < 0 ? NULL : img + (i0 * c->in[1] + i1) * row_len;
+            rb[t] = i0 < 0 || i1 < 0 ? NO_ROW : img + (i0 * c->in[1] + i1) * row_len;
         }
     }
 }
 
-/* A pointers (a[t * MR + r]) and C pointer for fwd row i (pixel px) of job j, from its row starts rb. */
-static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const float *const *rb, const float **a,
-                    float **crow) {
+/* A rows (a[t * MR + r]) and C row for fwd row i (pixel px) of job j, from its row starts rb. */
+static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const int64_t *rb, int64_t *a,
+                    int64_t *crow) {
     const nconv_core *c = rc->c;
     const int64_t K01 = c->k[0] * c->k[1];
     if (rc->g.wfold) { /* one run of KW * Cg floats per (kd, kh) in the W-padded copy */
         const int64_t off = px->o[2] * c->s[2] * rc->g.Cg;
-        for (int64_t t = 0; t < K01; t++) a[t * MR] = rb[t] ? rb[t] + off : rc->zero;
+        for (int64_t t = 0; t < K01; t++) a[t * MR] = rb[t] != NO_ROW ? rb[t] + off : NO_ROW;
     } else {
         for (int64_t r = 0, t = 0; r < K01; r++)
             for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
                 const int64_t i2 = nconv__map_index(px->o[2] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                a[t * MR] = !rb[r] || i2 < 0 ? rc->zero : rb[r] + i2 * c->C;
+                a[t * MR] = rb[r] == NO_ROW || i2 < 0 ? NO_ROW : rb[r] + i2 * c->C;
             }
     }
-    *crow = rc->dst + i * c->O + j->g * rc->g.Og;
+    *crow = i * c->O + j->g * rc->g.Og;
 }
 
 /* For the input row (n, i0, i1) of bwd_d row i of job j (a residue class):
- * the dy row start of each (a0, a1) tap pair (NULL: outside dy), and the
+ * the dy row start of each (a0, a1) tap pair (NO_ROW: outside dy), and the
  * row's start in dx. The same for every pixel of the row. */
-static float *bwd_d_row_bases(const row_ctx *rc, const job *j, int64_t i, const float **rb) {
+static int64_t bwd_d_row_bases(const row_ctx *rc, const job *j, int64_t i, int64_t *rb) {
     const nconv_core *c = rc->c;
     const int64_t per_n = j->cnt[0] * j->cnt[1] * j->cnt[2];
     const int64_t n = i / per_n, q = i % per_n;
     const int64_t ip0 = j->start[0] + (q / (j->cnt[1] * j->cnt[2])) * c->s[0];
     const int64_t ip1 = j->start[1] + ((q / j->cnt[2]) % j->cnt[1]) * c->s[1];
-    const float *base = rc->src + n * rc->g.OS * c->O + j->g * rc->g.Og;
+    const int64_t base = n * rc->g.OS * c->O + j->g * rc->g.Og;
     for (int64_t a0 = 0, r = 0; a0 < j->ntap[0]; a0++) {
         const int64_t n0 = ip0 + c->pb[0] - j->taps[0][a0] * c->d[0], o0 = n0 / c->s[0];
         for (int64_t a1 = 0; a1 < j->ntap[1]; a1++, r++) {
             const int64_t n1 = ip1 + c->pb[1] - j->taps[1][a1] * c->d[1], o1 = n1 / c->s[1];
             const int in = n0 >= 0 && o0 < c->out[0] && n1 >= 0 && o1 < c->out[1];
-            rb[r] = in ? base + (o0 * c->out[1] + o1) * c->out[2] * c->O : NULL;
+            rb[r] = in ? base + (o0 * c->out[1] + o1) * c->out[2] * c->O : NO_ROW;
         }
     }
-    return rc->dst + (n * rc->g.IS + (ip0 * c->in[1] + ip1) * c->in[2]) * c->C + j->g * rc->g.Cg;
+    return (n * rc->g.IS + (ip0 * c->in[1] + ip1) * c->in[2]) * c->C + j->g * rc->g.Cg;
 }
 
-/* A pointers and C pointer of bwd_d row i from its row's bases (rb, dx row start rowdst). */
-static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const float *const *rb, float *rowdst,
-                      const float **a, float **crow) {
+/* A rows and C row of bwd_d row i from its row's bases (rb, dx row start rowdst). */
+static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const int64_t *rb, int64_t rowdst, int64_t *a,
+                      int64_t *crow) {
     const nconv_core *c = rc->c;
     const int64_t ip2 = j->start[2] + (i % j->cnt[2]) * c->s[2];
     for (int64_t r = 0, t = 0; r < j->ntap[0] * j->ntap[1]; r++)
         for (int64_t a2 = 0; a2 < j->ntap[2]; a2++, t++) {
             const int64_t n2 = ip2 + c->pb[2] - j->taps[2][a2] * c->d[2], o2 = n2 / c->s[2];
-            a[t * MR] = rb[r] && n2 >= 0 && o2 < c->out[2] ? rb[r] + o2 * c->O : rc->zero;
+            a[t * MR] = rb[r] != NO_ROW && n2 >= 0 && o2 < c->out[2] ? rb[r] + o2 * c->O : NO_ROW;
         }
     *crow = rowdst + ip2 * c->C;
 }
@@ -116,9 +125,24 @@ static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
         for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
 }
 
+/* A thread's scratch for row_block, in the layout nconv__igemm_sizes counts. */
+typedef struct row_scratch {
+    float **crow;     /* C row pointers of the block */
+    const float **a;  /* A row pointers, [tile][tap][MR] */
+    const float **pa; /* the same, into pbuf */
+    int64_t *ao;      /* A rows as offsets (NO_ROW: zeros), in a's memory: each a[i] replaces ao[i] */
+    int64_t *co;      /* C rows as offsets */
+    int64_t *rb;      /* row starts per (k0, k1) tap pair */
+    float *pbuf;      /* A rows of a reduction block packed (pack_a, 16-bit sources) */
+    float *cbuf;      /* 16-bit outputs: the block's f32 rows, [mc_tiles * MR][panels * NR] */
+} row_scratch;
+_Static_assert(sizeof(int64_t) == sizeof(const float *), "row_scratch.ao shares a's memory");
+
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
-static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **a, float **crow, const float **pa,
-                      const float **rb, float *pbuf) {
+static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scratch *sc) {
+    const float **a = sc->a, **pa = sc->pa;
+    float **crow = sc->crow;
+    int64_t *ao = sc->ao, *co = sc->co, *rb = sc->rb;
     const geo *g = &rc->g;
     const int64_t b = u / rc->pgroups, pg = u % rc->pgroups;
     const int64_t p0 = pg * g->panels / rc->pgroups, p1 = (pg + 1) * g->panels / rc->pgroups;
@@ -127,43 +151,54 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
     const int64_t ntiles = nconv__div_up(r1 - r0, MR);
     pixel px = {0, {0, 0, 0}};
     if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
-    float *rowdst = NULL; /* bwd_d: the dx row start of the current input row */
-    if (g->pointwise) { /* row i of A and of C is pixel i: ks is 1, a[i - r0] is row i's pointer */
+    int64_t rowdst = 0; /* bwd_d: the dx row start of the current input row */
+    if (g->pointwise) { /* row i of A and of C is pixel i: ks is 1, ao[i - r0] is row i's */
         const int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
         const int64_t ldc = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
-        const float *src = rc->src + j->g * g->kc;
-        float *dst = rc->dst + j->g * g->rows_cols;
-        for (int64_t i = r0; i < r1; i++) a[i - r0] = src + i * lda, crow[i - r0] = dst + i * ldc;
+        for (int64_t i = r0; i < r1; i++) ao[i - r0] = j->g * g->kc + i * lda;
+        for (int64_t i = r0; i < r1; i++) co[i - r0] = j->g * g->rows_cols + i * ldc;
     }
     for (int64_t i = r0; i < r1 && !g->pointwise; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
-        const float **at = a + tile * j->ks * MR + r;
+        int64_t *at = ao + tile * j->ks * MR + r;
         if (rc->dir == NCONV_DIR_FWD) {
             if (i == r0 || px.o[2] == 0) fwd_row_bases(rc, j, &px, rb);
-            fwd_row(rc, j, i, &px, rb, at, &crow[i - r0]);
+            fwd_row(rc, j, i, &px, rb, at, &co[i - r0]);
             pixel_next(rc->c, &px);
         } else {
             if (i == r0 || i % j->cnt[2] == 0) rowdst = bwd_d_row_bases(rc, j, i, rb);
-            bwd_d_row(rc, j, i, rb, rowdst, at, &crow[i - r0]);
+            bwd_d_row(rc, j, i, rb, rowdst, at, &co[i - r0]);
         }
     }
     /* Rows past the end of the last tile repeat its first row (read, never written). */
     for (int64_t i = r1; i < r0 + ntiles * MR; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
-        for (int64_t t = 0; t < j->ks; t++) a[(tile * j->ks + t) * MR + r] = a[(tile * j->ks + t) * MR];
+        for (int64_t t = 0; t < j->ks; t++) ao[(tile * j->ks + t) * MR + r] = ao[(tile * j->ks + t) * MR];
     }
+    const int64_t na = ntiles * j->ks * MR, ldb = g->panels * NR;
+    const int pack = g->pack_a || rc->src16; /* A packed per reduction block from ao, else read through a */
+    for (int64_t i = 0; !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
+    for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
         const int first = k0 == 0, last = k0 + kcc == g->kc;
         const float *const *ap = a;
         int64_t a_off = k0;
-        if (g->pack_a) { /* pa[tile][t][r] -> row of pbuf holding A(t, r)[k0, k0 + kcc) */
-            const int64_t n = ntiles * j->ks * MR, ld = kcc + PACK_PAD;
-            for (int64_t i = 0; i < n; i++) {
-                float *dst = pbuf + i * ld;
-                if (a[i] == rc->zero) memset(dst, 0, sizeof(float) * (size_t)kcc);
-                else memcpy(dst, a[i] + k0, sizeof(float) * (size_t)kcc);
+        if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
+            /* Rows one after another in the source (1x1, all channels in one block, no tile
+             * past r1, whose rows repeat): widened by one call, as they lie (a call per row of
+             * a few vectors cost as much again). */
+            rc->cv(na * kcc, rc->src16 + ao[0] + k0, sc->pbuf, 1);
+            for (int64_t i = 0; i < na; i++) pa[i] = sc->pbuf + (ao[i] - ao[0]);
+            ap = pa, a_off = 0;
+        } else if (pack) { /* pa[tile][t][r] -> row of pbuf holding A(t, r)[k0, k0 + kcc) */
+            const int64_t ld = kcc + PACK_PAD;
+            for (int64_t i = 0; i < na; i++) {
+                float *dst = sc->pbuf + i * ld;
+                if (ao[i] == NO_ROW) memset(dst, 0, sizeof(float) * (size_t)kcc);
+                else if (rc->src16) rc->cv(kcc, rc->src16 + ao[i] + k0, dst, 1);
+                else memcpy(dst, rc->src + ao[i] + k0, sizeof(float) * (size_t)kcc);
                 pa[i] = dst;
             }
             ap = pa, a_off = 0;
@@ -176,7 +211,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
         const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * j->ks * kcc * NR;
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10) &&
                                !(p1 - p0 <= 4 && wbytes > (32 << 10));
-        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1; /* each tile once per block */
+        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1 && !rc->src16; /* each tile once per block */
         if (!rc->planes) {
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
@@ -229,6 +264,17 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const float **
                 }
             }
         }
+    }
+    if (rc->dst16) { /* the block's rows, its columns [c0, c1), narrowed into the output */
+        const int64_t c0 = p0 * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols, n = r1 - r0;
+        /* Rows ldb apart in the output, each at least one row after the last: with the first
+         * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
+        const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+        if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
+            rc->cv(n * ldb, sc->cbuf, rc->dst16 + co[0], 0);
+        else
+            for (int64_t i = r0; i < r1; i++)
+                rc->cv(c1 - c0, sc->cbuf + (i - r0) * ldb + c0, rc->dst16 + co[i - r0] + c0, 0);
     }
 }
 
@@ -283,24 +329,29 @@ static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, c
 static void row_task(void *arg, int tid, int nthreads) {
     const row_ctx *rc = arg;
     char *scratch = rc->scratch + (size_t)tid * rc->scratch_stride;
-    float **crow = (float **)scratch;
-    const float **a = (const float **)(crow + rc->g.mc_tiles * MR);
-    const float **pa = a + rc->g.mc_tiles * MR * rc->g.KS;
-    const float **rb = pa + rc->g.mc_tiles * MR * rc->g.KS; /* row starts per (k0, k1) tap pair */
-    float *pbuf = (float *)(rb + rc->g.KS);
+    const int64_t rows = rc->g.mc_tiles * MR, KS = rc->g.KS;
+    row_scratch sc;
+    sc.crow = (float **)scratch;
+    sc.a = (const float **)(sc.crow + rows);
+    sc.pa = sc.a + rows * KS;
+    sc.ao = (int64_t *)sc.a;
+    sc.co = (int64_t *)(sc.pa + rows * KS);
+    sc.rb = sc.co + rows;
+    sc.pbuf = (float *)(sc.rb + KS);
+    sc.cbuf = sc.pbuf + nconv__igemm_pack_floats(&rc->g, rc->c->dt);
     int64_t jb = 0, first = 0; /* the job of the last unit, and its first global unit */
     for (int64_t u; (u = nconv__share_claim(rc->shares, tid, nthreads)) >= 0;) {
         if (u < first) jb = first = 0; /* a unit stolen from an earlier share */
         while (first + rc->jobs[jb].units <= u) first += rc->jobs[jb++].units;
         const job *j = &rc->jobs[jb];
         if (!rc->panel_major) {
-            row_block(rc, j, u - first, a, crow, pa, rb, pbuf);
+            row_block(rc, j, u - first, &sc);
             continue;
         }
         const int64_t pg = u - first, p0 = pg * rc->g.panels / rc->pgroups, p1 = (pg + 1) * rc->g.panels / rc->pgroups;
         if (rc->w) rc->finite[tid] &= pack_panels(rc->c, &rc->g, rc->dir, rc->w, j, p0, p1);
         for (int64_t b = 0; b < row_blocks(j, &rc->g); b++)
-            row_block(rc, j, b * rc->pgroups + pg, a, crow, pa, rb, pbuf);
+            row_block(rc, j, b * rc->pgroups + pg, &sc);
     }
 #if defined(__x86_64__) || defined(__i386__)
     if (rc->flags & NCONV_IGEMM_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
@@ -345,6 +396,29 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
             }
         return 1;
     }
+    if (fwd && nconv__is_16bit(v->dt) && !g->wfold && v->stride[1] == 1) {
+        /* The same for 16-bit weights, each column's run widened first (one element at a time
+         * this packing cost a third of a deep layer's GEMM). */
+        enum { RUN = 256 };
+        float wide[NR * RUN];
+        const nconv_kernels *k = nconv__kernels();
+        const nconv_convert16_fn cv = v->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert;
+        for (int64_t tr = 0; tr < j->ks; tr++)
+            for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
+                const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
+                float *dst = packed + (k0 * j->ks + tr * kcc) * NR;
+                for (int64_t r0 = 0; r0 < kcc; r0 += RUN) {
+                    const int64_t len = kcc - r0 < RUN ? kcc - r0 : RUN;
+                    const uint16_t *run = (const uint16_t *)v->data + col0 + k0 + r0 + w->toff[tr];
+                    for (int64_t jj = 0; jj < nc; jj++) cv(len, run + jj * cstride, wide + jj * RUN, 1);
+                    k->transpose(nc, len, wide, RUN, dst + r0 * NR, NR);
+                }
+                if (nc < NR)
+                    for (int64_t kk = 0; kk < kcc; kk++)
+                        memset(dst + kk * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+            }
+        return 1;
+    }
     if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
         /* Taps innermost (OIHW): per channel, the panel's 16 runs of taps are
          * read (16 streams in order) and each tap's 16 columns written as one
@@ -381,7 +455,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                     }
                 } else {
                     for (int64_t jj = 0; jj < nc; jj++) {
-                        const float x = (float)nconv__load(v->data, v->dt, off + jj * cstride);
+                        const float x = nconv__load_f32(v->data, v->dt, off + jj * cstride);
                         finite &= isfinite(x) != 0;
                         dst[jj] = x;
                     }
@@ -403,7 +477,7 @@ typedef struct pack_ctx {
     int *finite; /* per thread: every value it packed was finite */
 } pack_ctx;
 
-/* Panels [p0, p1) of bwd_d job j, in pack_panel's layout, for f32 weights:
+/* Panels [p0, p1) of bwd_d job j, in pack_panel's layout, for f32 and 16-bit weights:
  * KROWS rows of w (output channels) are walked along their length, panel
  * after panel, with all of a row's taps at once. Panel by panel and tap by
  * tap, each run of 16 loads would start in another row of w, kilobytes
@@ -419,7 +493,11 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
      * come from L3 or memory. The next block of rows is fetched while this one is copied
      * (OIHW rows read runs of taps, which the prefetchers follow). */
     const int64_t ahead = cs == 1 && g->Og * g->KS * g->Cg >= (512 << 10) ? KROWS : 0;
-    const float *wf = (const float *)v->data + j->g * g->Og * v->stride[0];
+    const int64_t base = j->g * g->Og * v->stride[0];
+    const size_t esz = nconv_dtype_size(v->dt);
+    /* 16-bit weights: a row of channels-last ones widened at once, others element by element */
+    const nconv_kernels *kern = nconv__kernels();
+    const nconv_convert16_fn cv = v->dt == NCONV_F16 ? kern->f16_convert : kern->bf16_convert;
     float *const packed = (float *)j->w;
     int finite = 1;
     for (int64_t t0 = 0; t0 < j->ks; t0 += TCHUNK) {
@@ -436,12 +514,19 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
                     for (int64_t k = kb; k < ke; k++)
                         for (int64_t t = 0; t < nt; t++) {
                             float *dst = pp + ((t0 + t) * kcc + k - k0) * NR;
-                            const float *src = wf + k * v->stride[0] + toff[t] + p * NR * cs;
-                            if (ahead && k + ahead < g->Og) __builtin_prefetch(src + ahead * v->stride[0]);
-                            for (int64_t jj = 0; jj < nc; jj++) {
-                                finite &= isfinite(src[jj * cs]) != 0;
-                                dst[jj] = src[jj * cs];
+                            const int64_t off = base + k * v->stride[0] + toff[t] + p * NR * cs;
+                            if (ahead && k + ahead < g->Og)
+                                __builtin_prefetch((const char *)v->data + esz * (size_t)(off + ahead * v->stride[0]));
+                            if (v->dt == NCONV_F32) {
+                                const float *src = (const float *)v->data + off;
+                                for (int64_t jj = 0; jj < nc; jj++) dst[jj] = src[jj * cs];
+                            } else if (cs == 1) {
+                                cv(nc, (const uint16_t *)v->data + off, dst, 1);
+                            } else {
+                                for (int64_t jj = 0; jj < nc; jj++)
+                                    dst[jj] = nconv__load_f32(v->data, v->dt, off + jj * cs);
                             }
+                            for (int64_t jj = 0; jj < nc; jj++) finite &= isfinite(dst[jj]) != 0;
                             for (int64_t jj = nc; jj < NR; jj++) dst[jj] = 0.0f;
                         }
                 }
@@ -454,7 +539,8 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
 /* Panels [p0, p1) of job j; returns whether every value packed is finite. */
 static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p0,
                        int64_t p1) {
-    if (dir == NCONV_DIR_BWD_D && w->v->dt == NCONV_F32) return pack_bwd_d_rows(c, g, w, j, p0, p1);
+    if (dir == NCONV_DIR_BWD_D && (w->v->dt == NCONV_F32 || nconv__is_16bit(w->v->dt)))
+        return pack_bwd_d_rows(c, g, w, j, p0, p1);
     int finite = 1;
     for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
     return finite;
@@ -532,12 +618,15 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int prepacked = b->prepacked;
     float *xb = b->xb, *yb = b->yb, *packed = b->packed, *init = b->init, *zero = b->zero;
     char *scratch = b->scratch;
-    const float *x = b->x, *y = b->y;
-    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. */
+    const float *src = dir == NCONV_DIR_FWD ? b->x : b->y;
+    const uint16_t *src16 = b->src16;
+    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. A 16-bit
+     * channels-last output without z is narrowed from f32 rows as they are done. */
     const nconv_view *out = dir == NCONV_DIR_FWD ? e->y : e->x;
     const nconv_epi *epi = e->epi;
-    int fuse;
-    float *dst = nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
+    const int dst16 = nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z);
+    int fuse = 0;
+    float *dst = dst16 ? NULL : nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
     const wsrc ws_ = {e->w, b->toff};
     /* NCHW f32 outputs with dense planes, of one reduction block (every stride for fwd,
      * stride 1 for bwd_d: tile rows are then consecutive pixels), are written in place by the
@@ -547,7 +636,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
                        (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
                        (osz[2] == 1 || out->stride[4] == 1) && (osz[1] == 1 || out->stride[3] == osz[2]) &&
                        (osz[0] == 1 || out->stride[2] == osz[1] * osz[2]);
-    const int in_kernel = fuse || planes; /* bias and relu applied by the kernel */
+    const int in_kernel = fuse || planes || dst16; /* bias and relu applied by the kernel */
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
         memset(init + gi * g.panels * NR, 0, sizeof(float) * (size_t)(g.panels * NR));
@@ -565,10 +654,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
      * to memory and every row block would read them back. Panel-major, a unit packs a range
      * of panels (or, prepacked, reads it) and runs every row over them while they are in L2. */
     const int64_t panel_bytes = (int64_t)sizeof(float) * g.ks_rows * g.kc * NR;
-    int64_t max_rows = 0;
-    for (int64_t i = 0; i < njobs; i++) max_rows = jobs[i].rows > max_rows ? jobs[i].rows : max_rows;
-    const int panel_major = c->G * g.panels * panel_bytes >= (2 << 20) &&
-                            max_rows * g.kc * (int64_t)sizeof(float) <= (4 << 20);
+    const int panel_major = nconv__igemm_panel_major(c, &g);
     int finite[NCONV_MAX_THREADS]; /* nconv__parallel runs at most this many threads */
     for (int i = 0; i < NCONV_MAX_THREADS; i++) finite[i] = 1;
     if (!panel_major && !prepacked) {
@@ -599,17 +685,38 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
      * stores, unless each kernel call is a short reduction whose stores would outpace the
      * write combining. Those get their lines prefetched for writing. */
     const size_t out_floats = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C));
-    const int big = !planes && out_floats * sizeof(float) >= (4u << 20);
+    const int big = !planes && !dst16 && out_floats * sizeof(float) >= (4u << 20);
     const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&
                        (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 && (uintptr_t)dst % 32 == 0;
     const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
     nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
-    row_ctx rc = {c, dir, g, k, dir == NCONV_DIR_FWD ? x : y, dst, init, zero,
-                  (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
-                  planes ? (float *)out->data : NULL, out->stride[0], out->stride[1], osz[0] * osz[1] * osz[2],
-                  jobs, njobs, total, shares, pgroups, scratch, nconv__ws_round(s.scratch), panel_major,
-                  prepacked ? NULL : &ws_, finite};
+    row_ctx rc = {.c = c,
+                  .dir = dir,
+                  .g = g,
+                  .k = k,
+                  .src = src16 ? NULL : src,
+                  .dst = dst,
+                  .src16 = src16,
+                  .dst16 = dst16 ? out->data : NULL,
+                  .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
+                  .init = init,
+                  .zero = zero,
+                  .flags = (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
+                  .planes = planes ? (float *)out->data : NULL,
+                  .pimg = out->stride[0],
+                  .pch = out->stride[1],
+                  .S = osz[0] * osz[1] * osz[2],
+                  .jobs = jobs,
+                  .njobs = njobs,
+                  .total_cost = total,
+                  .shares = shares,
+                  .pgroups = pgroups,
+                  .scratch = scratch,
+                  .scratch_stride = nconv__ws_round(s.scratch),
+                  .panel_major = panel_major,
+                  .w = prepacked ? NULL : &ws_,
+                  .finite = finite};
     const int width = nconv__parallel_width(e);
     int64_t u0 = 0; /* each share ends where the next begins: first_unit once per boundary */
     for (int t = 0; t < width; t++) {

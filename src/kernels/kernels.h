@@ -257,8 +257,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 #define NCONV_F64_KERNELS(X)                                                    \
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_CONVERT_KERNELS(X)                                                \
-    X(f16_convert, convert16, f16_convert, avx2, avx2)                          \
-    X(bf16_convert, convert16, bf16_convert, avx2, avx2)
+    X(f16_convert, convert16, f16_convert, avx2, avx512)                        \
+    X(bf16_convert, convert16, bf16_convert, avx2, avx512)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
     NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)      \
