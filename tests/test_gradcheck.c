@@ -278,7 +278,7 @@ static double slice_err(const bbuf *out, const bbuf *one, int64_t b) {
     double md = 0, mr = 0;
     for (int64_t e = 0; e < one->n; e++) {
         const double d = fabs(out->v[b * out->slice + e] - one->v[e]);
-        if (!(d <= md)) md = d;
+        if (!(d <= md) && !isnan(md)) md = d; /* the first NaN sticks */
         if (fabs(one->v[e]) > mr) mr = fabs(one->v[e]);
     }
     return md / (mr > 0 ? mr : 1);

@@ -131,6 +131,12 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo
     if (g->pgroups > g->cpanels) g->pgroups = g->cpanels;
 }
 
+/* 16-bit operands: floats per thread of a tile's input patch widened and of its 16 output pixels
+ * before narrowing (see block_in, block_out). */
+static int64_t wide_floats(const nconv_core *c, const wgeo *g) {
+    return nconv__is_16bit(c->dt) ? XI * g->K + 16 * g->cpanels * NR : 0;
+}
+
 typedef struct ws_sizes {
     size_t src, dst, u, org, zero, init, shares, scratch; /* scratch: per thread */
 } ws_sizes;
@@ -140,6 +146,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     geometry(c, dir, threads, &g);
     const int bwd = dir == NCONV_DIR_BWD_D;
     const int64_t src = c->N * g.src[0] * g.src[1] * g.src[2] * g.K, dst = c->N * g.dst[0] * g.dst[1] * g.dst[2] * g.cols;
+    /* a 16-bit channels-last source is read in place (see block_in) */
+    if (nconv__is_16bit(c->dt) && (copies & NCONV_ACTS_NXC)) copies &= ~(unsigned)(bwd ? NCONV_COPY_Y : NCONV_COPY_X);
     s->src = copies & (bwd ? NCONV_COPY_Y : NCONV_COPY_X) ? sizeof(float) * (size_t)src : 0;
     s->dst = copies & (bwd ? NCONV_COPY_X : NCONV_COPY_Y) ? sizeof(float) * (size_t)dst : 0;
     s->u = sizeof(float) * (size_t)(XI * g.cpanels * g.KD * g.K * NR);
@@ -147,7 +155,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     s->zero = sizeof(float) * (size_t)(g.K + 2 * NR); /* K zeros (a padding row), then zero init for two panels */
     s->init = sizeof(float) * (size_t)(g.cols);
     s->shares = sizeof(nconv_share) * (size_t)threads;
-    s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8) +
+    s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8 + wide_floats(c, &g)) +
                  sizeof(float *) * (size_t)(g.KD * g.T + nconv__div_up(g.T, MR) * g.KD * MR + XI + 16);
     if (s->scratch < sizeof(float) * KB * 9 * NR) s->scratch = sizeof(float) * KB * 9 * NR; /* wt_task's */
     return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
@@ -225,7 +233,7 @@ static void wt_task(void *arg, int tid, int nthreads) {
             for (int64_t l = 0; l < nl; l++)
                 for (int64_t q = 0; q < kb; q++)
                     for (int64_t t = 0; t < 9; t++)
-                        tap[q][t * NR + l] = (float)nconv__load(w->data, w->dt, off + l * sj + q * sk + toff[t]);
+                        tap[q][t * NR + l] = nconv__load_f32(w->data, w->dt, off + l * sj + q * sk + toff[t]);
         }
         for (int64_t q = 0; q < kb; q++)
             for (int64_t l = nl; l < NR; l++)
@@ -249,8 +257,11 @@ typedef struct pipe_ctx {
     const nconv_core *c;
     const wgeo *g;
     const nconv_kernels *k;
-    const float *src;
-    float *dst;
+    const float *src;      /* NULL when src16 is read instead */
+    float *dst;            /* NULL when dst16 is written instead */
+    const uint16_t *src16; /* 16-bit channels-last operands, read and written in place */
+    uint16_t *dst16;
+    nconv_convert16_fn cv; /* their conversion */
     const float *u, *zero, *init; /* init: bias of dst's channels, or NULL */
     const int64_t *org_h, *org_w;
     int64_t o0, on;               /* the chunk's columns */
@@ -270,47 +281,72 @@ static tile tile_at(const wgeo *g, const int64_t *org_h, const int64_t *org_w, i
     return (tile){plane / g->dst[0], plane % g->dst[0], org_h[q / g->nw], org_w[q % g->nw]};
 }
 
-/* The tile's 4 x 4 output pixels, channel 0 of each at `first` (the
- * first pixel's) + pixel offset * pitch; NULL for those outside dst. */
-static void tile_pixels(const wgeo *g, const tile *tl, float *first, int64_t pitch, float **px) {
-    float *plane = first + (tl->n * g->dst[0] + tl->od) * g->dst[1] * g->dst[2] * pitch;
+/* The tile's 4 x 4 output pixels: the offset of channel 0 of each from the first pixel's, pixels
+ * pitch apart; -1 for those outside dst. */
+static void tile_offsets(const wgeo *g, const tile *tl, int64_t pitch, int64_t *off) {
+    const int64_t plane = (tl->n * g->dst[0] + tl->od) * g->dst[1] * g->dst[2] * pitch;
     for (int64_t i = 0; i < 4; i++)
         for (int64_t j = 0; j < 4; j++) {
             const int64_t oh = tl->oh0 + i * g->dil[1], ow = tl->ow0 + j * g->dil[2];
-            px[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? plane + (oh * g->dst[2] + ow) * pitch : NULL;
+            off[i * 4 + j] = oh < g->dst[1] && ow < g->dst[2] ? plane + (oh * g->dst[2] + ow) * pitch : -1;
         }
 }
 
-/* The 6 x 6 input patch of the tile's depth tap kd in src (channels-last, K
- * channels), zero for pixels in padding; 0 when the whole depth plane is. */
-static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const float *zero, const tile *tl,
-                    int64_t kd, const float **patch) {
+/* The same as pointers from `first`; NULL for pixels outside dst. */
+static void tile_pixels(const wgeo *g, const tile *tl, float *first, int64_t pitch, float **px) {
+    int64_t off[16];
+    tile_offsets(g, tl, pitch, off);
+    for (int i = 0; i < 16; i++) px[i] = off[i] < 0 ? NULL : first + off[i];
+}
+
+/* The 6 x 6 input patch of the tile's depth tap kd in src (channels-last, K channels): the
+ * offset of each pixel, -1 for pixels in padding; 0 when the whole depth plane is. */
+static int patch_offsets(const nconv_core *c, const wgeo *g, const tile *tl, int64_t kd, int64_t *off) {
     const int64_t id = nconv__map_index(tl->od - g->pad[0] + kd * g->dil[0], g->src[0], c->mode);
     if (id < 0) return 0;
-    const float *plane = src + (tl->n * g->src[0] + id) * g->src[1] * g->src[2] * g->K;
+    const int64_t plane = (tl->n * g->src[0] + id) * g->src[1] * g->src[2] * g->K;
     for (int64_t i = 0; i < 6; i++) {
         const int64_t ih = nconv__map_index(tl->oh0 - g->pad[1] + i * g->dil[1], g->src[1], c->mode);
         for (int64_t j = 0; j < 6; j++) {
             const int64_t iw = nconv__map_index(tl->ow0 - g->pad[2] + j * g->dil[2], g->src[2], c->mode);
-            patch[i * 6 + j] = ih < 0 || iw < 0 ? zero : plane + (ih * g->src[2] + iw) * g->K;
+            off[i * 6 + j] = ih < 0 || iw < 0 ? -1 : plane + (ih * g->src[2] + iw) * g->K;
         }
     }
     return 1;
 }
 
+/* The patch as pointers into src (zero for pixels in padding); 0 when the whole depth plane is. */
+static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const float *zero, const tile *tl,
+                    int64_t kd, const float **patch) {
+    int64_t off[XI];
+    if (!patch_offsets(c, g, tl, kd, off)) return 0;
+    for (int i = 0; i < XI; i++) patch[i] = off[i] < 0 ? zero : src + off[i];
+    return 1;
+}
+
 /* Block b's input transform: V[kd][xi][tile][k], and the kernel's A pointers
  * per row tile, a[(rt * KD + kd) * MR + r] (rows past the block repeat its first). */
-static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow, const float **a, float *poison) {
+static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow, const float **a, float *poison,
+                     float *wide) {
     const nconv_core *c = pc->c;
     const wgeo *g = pc->g;
     const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0;
     const float *patch[XI];
+    int64_t off[XI];
     /* Input transform: V[kd][xi][tile][k]; vrow[kd * T + tile] is NULL for a depth tap in padding. */
     for (int64_t tl = 0; tl < nt; tl++) {
         const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             vrow[kd * T + tl] = NULL;
-            if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) continue;
+            if (pc->src16) { /* the patch widened into `wide`, pixel by pixel */
+                if (!patch_offsets(c, g, &ti, kd, off)) continue;
+                for (int i = 0; i < XI; i++) {
+                    patch[i] = off[i] < 0 ? pc->zero : wide + i * g->K;
+                    if (off[i] >= 0) pc->cv(g->K, pc->src16 + off[i], wide + i * g->K, 1);
+                }
+            } else if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) {
+                continue;
+            }
             float *v = V + (kd * XI * T + tl) * g->ldv;
             pc->k->wino_in(g->K, patch, v, T * g->ldv, poison);
             vrow[kd * T + tl] = v;
@@ -327,7 +363,8 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
 }
 
 /* Block b's GEMMs and output transform for the chunk's panels [p0, p1). */
-static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, float *M, const float *const *a) {
+static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, float *M, const float *const *a,
+                      float *wide) {
     const wgeo *g = pc->g;
     const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0, rts = nconv__div_up(nt, MR);
     /* The GEMMs: M[xi][tile][col] for the chunk's columns; two panels of U stay in cache over the
@@ -346,13 +383,22 @@ static void block_out(const pipe_ctx *pc, int64_t b, int64_t p0, int64_t p1, flo
                                 crow, pc->zero + g->K, 0);
             }
         }
-    /* Output transform into dst (pixels outside the image skipped). */
+    /* Output transform into dst (pixels outside the image skipped); 16-bit pixels through `wide`,
+     * then narrowed. */
     const int64_t j0 = p0 * NR, jn = (p1 * NR < pc->on ? p1 * NR : pc->on) - j0;
     float *out[16];
+    int64_t off[16];
     for (int64_t tl = 0; tl < nt; tl++) {
         const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
-        tile_pixels(g, &ti, pc->dst + pc->o0 + j0, g->cols, out);
+        if (pc->dst16) {
+            tile_offsets(g, &ti, g->cols, off);
+            for (int i = 0; i < 16; i++) out[i] = off[i] < 0 ? NULL : wide + i * jn;
+        } else {
+            tile_pixels(g, &ti, pc->dst + pc->o0 + j0, g->cols, out);
+        }
         pc->k->wino_out(jn, M + tl * g->ldm + j0, T * g->ldm, pc->init ? pc->init + pc->o0 + j0 : NULL, out, pc->relu);
+        for (int i = 0; pc->dst16 && i < 16; i++)
+            if (off[i] >= 0) pc->cv(jn, wide + i * jn, pc->dst16 + pc->o0 + j0 + off[i], 0);
     }
 }
 
@@ -368,15 +414,17 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     float *V = (float *)(pc->scratch + (size_t)tid * pc->scratch_stride), *M = V + XI * g->T * g->KD * g->ldv;
     float *poison = pipe_poison(pc, tid);
     const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
+    /* 16-bit operands: an input patch widened, then 16 output pixels before narrowing */
+    float *wide_in = (float *)(a + nconv__div_up(g->T, MR) * g->KD * MR + XI + 16), *wide_out = wide_in + XI * g->K;
     const int64_t np = nconv__div_up(pc->on, NR);
     int64_t have = -1;
     for (int64_t u; (u = nconv__share_claim(pc->shares, tid, nthreads)) >= 0;) {
         const int64_t b = u / g->pgroups, q = u % g->pgroups;
-        if (b != have) block_in(pc, b, V, vrow, a, poison); /* a thread's consecutive units of one block share V */
+        if (b != have) block_in(pc, b, V, vrow, a, poison, wide_in); /* a thread's consecutive units of one block share V */
         have = b;
         int64_t p0, p1;
         nconv__split(np, (int)q, (int)g->pgroups, &p0, &p1);
-        if (p0 < p1) block_out(pc, b, p0, p1, M, a);
+        if (p0 < p1) block_out(pc, b, p0, p1, M, a, wide_out);
     }
 }
 
@@ -386,7 +434,9 @@ static nconv_status fwd_run(const nconv_exec *e) {
     wgeo g;
     geometry(c, e->dir, threads, &g);
     ws_sizes s;
-    sizes(c, e->dir, threads, nconv__exec_copies(e), &s);
+    const nconv_view *in = bwd ? e->y : e->x, *out = bwd ? e->x : e->y;
+    const unsigned acts = nconv__view_is_nxc(e->x) && nconv__view_is_nxc(e->y) ? NCONV_ACTS_NXC : 0u;
+    sizes(c, e->dir, threads, nconv__exec_copies(e) | acts, &s);
     const float *packed = e->packed; /* every chunk's U, see wino_pack */
     float *srcb = nconv__arena_take(e->ws, s.src), *dstb = nconv__arena_take(e->ws, s.dst);
     float *u = nconv__arena_take(e->ws, s.u), *zero = nconv__arena_take(e->ws, s.zero);
@@ -401,16 +451,33 @@ static nconv_status fwd_run(const nconv_exec *e) {
     axis_tiles(g.dst[2], g.dil[2], org + g.nh);
     const nconv_kernels *k = e->k;
 
-    const float *src = nconv__nxc_input(e, bwd ? e->y : e->x, srcb);
-    const nconv_view *out = bwd ? e->x : e->y;
-    int fuse;
-    float *dst = nconv__nxc_output(out, e->epi, dstb, &fuse);
+    /* 16-bit channels-last operands are read and written in place (an output with z is not) */
+    const int src16 = nconv__is_16bit(c->dt) && acts;
+    const int dst16 = src16 && !(e->epi && e->epi->z);
+    const float *src = src16 ? NULL : nconv__nxc_input(e, in, srcb);
+    int fuse = dst16;
+    float *dst = dst16 ? NULL : nconv__nxc_output(out, e->epi, dstb, &fuse);
     const int bias = fuse && e->epi && e->epi->bias;
     if (bias) nconv__epi_init(e->epi, init, g.cols);
 
     int finite[NCONV_MAX_THREADS];
-    pipe_ctx pc = {c, &g, k, src, dst, u, zero, bias ? init : NULL, org, org + g.nh, 0, 0,
-                   fuse && e->epi && e->epi->relu, shares, scratch, nconv__ws_round(s.scratch)};
+    pipe_ctx pc = {.c = c,
+                   .g = &g,
+                   .k = k,
+                   .src = src,
+                   .dst = dst,
+                   .src16 = src16 ? in->data : NULL,
+                   .dst16 = dst16 ? out->data : NULL,
+                   .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
+                   .u = u,
+                   .zero = zero,
+                   .init = bias ? init : NULL,
+                   .org_h = org,
+                   .org_w = org + g.nh,
+                   .relu = fuse && e->epi && e->epi->relu,
+                   .shares = shares,
+                   .scratch = scratch,
+                   .scratch_stride = nconv__ws_round(s.scratch)};
     for (int64_t ch = 0; ch < g.chunks; ch++) {
         pc.o0 = ch * g.cpanels * NR;
         if (pc.o0 >= g.cols) break;
