@@ -946,7 +946,8 @@ static void test_cols(void) {
  * come from dy^T's packing, or swapped, from dy's rows in place); 1x1, a
  * W-folded input layer (swapped tiles, dy from NCHW planes; x^T read in place
  * with a pixel stride of 6, 2 and 9 floats, blocks starting mid-row), grouped,
- * and more input than output channels (swapped from 2 threads on: the same bits). */
+ * and more input than output channels (swapped from 2 threads on: the same bits);
+ * f32, f16 and bf16 (16-bit NCHW dy widened plane by plane for the swapped tiles). */
 static void test_bw_chunks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
@@ -955,14 +956,16 @@ static void test_bw_chunks(void) {
     const int64_t cases[][7] = {
         {16, 24, 1, 48, 1, 1, 0}, {3, 20, 1, 70, 7, 2, 3}, {8, 12, 2, 40, 3, 1, 1}, {48, 20, 1, 40, 1, 1, 0},
         {2, 20, 1, 45, 5, 1, 2}, {3, 12, 1, 61, 3, 3, 1}};
-    for (int i = 0; i < 6; i++)
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
+    for (int i = 0; i < 18; i++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
             nconv_problem p;
             nconv_problem_init(&p, 2);
-            p.batch = 2, p.in_channels = cases[i][0], p.out_channels = cases[i][1], p.groups = cases[i][2];
+            p.dtype = dts[i / 6];
+            p.batch = 2, p.in_channels = cases[i % 6][0], p.out_channels = cases[i % 6][1], p.groups = cases[i % 6][2];
             for (int d = 0; d < 2; d++) {
-                p.in_size[d] = cases[i][3], p.kernel[d] = cases[i][4], p.stride[d] = cases[i][5];
-                p.pad_begin[d] = p.pad_end[d] = cases[i][6];
+                p.in_size[d] = cases[i % 6][3], p.kernel[d] = cases[i % 6][4], p.stride[d] = cases[i % 6][5];
+                p.pad_begin[d] = p.pad_end[d] = cases[i % 6][6];
             }
             uint64_t fill = test_rng(&rng);
             operands r, a[3];
@@ -977,12 +980,12 @@ static void test_bw_chunks(void) {
                 nconv_context_set_threads(ctx, t + 1);
                 CHECK(run_all(ctx, &p, &a[t]) == NCONV_OK, "%s", nconv_last_error());
             }
-            const double e = rel_err(&a[0].dw, &r.dw, NCONV_F32);
-            CHECK(e <= 1e-5, "chunk case %d layout %d: dw err %g", i, layout, e);
+            const double e = rel_err(&a[0].dw, &r.dw, p.dtype);
+            CHECK(e <= tolerance(p.dtype), "chunk case %d layout %d: dw err %g", i, layout, e);
             CHECK(!memcmp(a[0].dw.buf, a[1].dw.buf, a[0].dw.bytes) && !memcmp(a[0].dw.buf, a[2].dw.buf, a[0].dw.bytes),
                   "chunk case %d layout %d: dw differs between 1, 2 and 3 threads", i, layout);
-            const double eb = rel_err(&a[0].db, &r.db, NCONV_F32);
-            CHECK(eb <= 1e-5, "chunk case %d layout %d: db err %g", i, layout, eb);
+            const double eb = rel_err(&a[0].db, &r.db, p.dtype);
+            CHECK(eb <= tolerance(p.dtype), "chunk case %d layout %d: db err %g", i, layout, eb);
             CHECK(!memcmp(a[0].db.buf, a[1].db.buf, a[0].db.bytes) && !memcmp(a[0].db.buf, a[2].db.buf, a[0].db.bytes),
                   "chunk case %d layout %d: db differs between 1, 2 and 3 threads", i, layout);
             operands_free(&r), operands_free(&a[0]), operands_free(&a[1]), operands_free(&a[2]);

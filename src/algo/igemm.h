@@ -138,7 +138,8 @@ typedef struct igemm_bufs {
     int prepacked; /* packed is the plan's (nconv_exec.packed) */
     const float *x, *y;
     const uint16_t *src16; /* row GEMM: its 16-bit channels-last source (x or dy), read in place (x, y NULL) */
-    int dy_planes;
+    int dy_planes;         /* dy read from f32 NCHW planes: dyv, the caller's or a widening of them */
+    nconv_view dyv;
 } igemm_bufs;
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *g, const char *name, igemm_bufs *b);
 

@@ -368,7 +368,6 @@ nconv_status nconv__igemm_bwd_w_run(const nconv_exec *e, const geo *gp, const ig
     const geo g = *gp;
     const ws_sizes s = b->s;
     const nconv_kernels *k = e->k;
-    const nconv_view *yv = e->y;
     float *packed = b->packed, *zero = b->zero;
     double *lanes_more = b->lanes_more;
     char *scratch = b->scratch;
@@ -388,7 +387,7 @@ nconv_status nconv__igemm_bwd_w_run(const nconv_exec *e, const geo *gp, const ig
     const nconv_view *wv = e->w;
     const int direct = !e->accumulate && wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap &&
                        g.bw_chunks == 1 && wv->stride[1] == 1 && wv->stride[0] == g.Cg;
-    bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? yv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
+    bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? &b->dyv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
                  c->G * taps * tiles, tiles, c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
     nconv__parallel(e, bw_task, &bc);
     if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);

@@ -197,7 +197,7 @@ static nconv_status cols_run(const nconv_exec *e) {
     char *scratch = b.scratch;
     const float *y = b.y;
     const int dy_planes = b.dy_planes;
-    const nconv_view *yv = e->y, *out = e->x;
+    const nconv_view *out = e->x;
     const nconv_epi *epi = e->epi;
     int fuse;
     float *dst = nconv__nxc_output(out, epi, xb, &fuse);
@@ -207,7 +207,7 @@ static nconv_status cols_run(const nconv_exec *e) {
     float *pad = xb + (copies & NCONV_COPY_X ? c->N * g.IS * c->C : 0);
     if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm_cols");
     float *dxb = fuse ? dst : xb;
-    bwd_d_cols(e, &g, k, y, dy_planes ? yv : NULL, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch),
+    bwd_d_cols(e, &g, k, y, dy_planes ? &b.dyv : NULL, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch),
                dxb);
     if (fuse && epi && (epi->bias || epi->relu)) { /* the transposed forward's bias and relu */
         nconv__epi_init(epi, init, c->C);
