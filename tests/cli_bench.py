@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`nconv bench --csv` keeps its contract: the header, one row per problem,
 direction and layout, numeric fields that parse, the plan's time, and the
-oneDNN columns filled when the peer is built in (no timing is asserted).
+oneDNN columns filled when the peer is built in (f16 / bf16 where oneDNN has
+more than its reference implementation; no timing is asserted).
 
 Usage: cli_bench.py NCONV_BINARY
 """
@@ -45,6 +46,18 @@ def main():
         else:
             ok = ok and row["onednn_ms"] == "" and row["ratio"] == "" and row["plan_ratio"] == ""
         check(ok, "row %s %s %s: %s" % (row["name"], row["dir"], row["layout"], ",".join(row.values())))
+    # Other dtypes: oneDNN in f16 / bf16 where it has an implementation other than its reference
+    # one for this CPU, never in f64; its fields all filled or all empty.
+    for dt in ("bf16", "f16", "f64"):
+        r = subprocess.run(nconv + ["bench", "--csv", "--threads", "1", "--dtype", dt, "--dir", "fwd,bwd_w",
+                                    'mb1ic16ih8oc16oh8kh3ph1n"t"'], capture_output=True, text=True)
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        check(r.returncode == 0 and len(rows) == 4, "bench --dtype %s: 4 rows (%s)" % (dt, r.stderr.strip()[-200:]))
+        for row in rows:
+            filled = row["onednn_ms"] != ""
+            ok = float(row["ms"]) > 0 and (row["onednn_impl"] != "") == filled and (row["ratio"] != "") == filled
+            ok = ok and not row["onednn_impl"].startswith("ref") and (not filled or (has_peer and dt != "f64"))
+            check(ok, "--dtype %s row %s %s: %s" % (dt, row["dir"], row["layout"], ",".join(row.values())))
     r = subprocess.run(nconv + ["bench", "--per-sample", "--csv", "--threads", "1", 'mb3ic4ih6oc8oh6kh3ph1n"ps"',
                         'mb3ic4iw9oc8ow9kw3pw1n"ps1d"', 'mb2ic2id4ih4iw4oc4od4oh4ow4kd3kh3kw3pd1ph1pw1n"3d"'],
                        capture_output=True, text=True)

@@ -420,7 +420,8 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     int64_t have = -1;
     for (int64_t u; (u = nconv__share_claim(pc->shares, tid, nthreads)) >= 0;) {
         const int64_t b = u / g->pgroups, q = u % g->pgroups;
-        if (b != have) block_in(pc, b, V, vrow, a, poison, wide_in); /* a thread's consecutive units of one block share V */
+        /* a thread's consecutive units of one block share V */
+        if (b != have) block_in(pc, b, V, vrow, a, poison, wide_in);
         have = b;
         int64_t p0, p1;
         nconv__split(np, (int)q, (int)g->pgroups, &p0, &p1);
@@ -562,6 +563,8 @@ struct bw_sizes {
 static size_t bw_sizes(const nconv_core *c, int threads, unsigned copies, struct bw_sizes *s) {
     bgeo b;
     bw_geometry(c, threads, &b);
+    /* 16-bit channels-last x and dy are read in place (see bw_transform_task) */
+    if (nconv__is_16bit(c->dt) && (copies & NCONV_ACTS_NXC)) copies &= ~(unsigned)NCONV_COPY_BOTH;
     s->x = copies & NCONV_COPY_X ? sizeof(float) * (size_t)(c->N * nconv__core_in_spatial(c) * c->C) : 0;
     s->dy = copies & NCONV_COPY_Y ? sizeof(float) * (size_t)(c->N * nconv__core_out_spatial(c) * c->O) : 0;
     s->s = sizeof(float) * (size_t)(b.g.KD * XI * b.ob * b.ldc); /* each, per slice */
@@ -570,7 +573,10 @@ static size_t bw_sizes(const nconv_core *c, int threads, unsigned copies, struct
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
     s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
     s->shares = sizeof(nconv_share) * (size_t)threads;
-    s->scratch = sizeof(float) * (size_t)(9 * c->C + 8); /* dw's transform of a row, then the poison lanes */
+    /* dw's transform of a row (or, 16-bit, a tile's input patch and dy pixels widened), then the
+     * poison lanes */
+    const int64_t wide = nconv__is_16bit(c->dt) ? XI * c->C + 16 * b.ob : 0;
+    s->scratch = sizeof(float) * (size_t)((9 * c->C > wide ? 9 * c->C : wide) + 8);
     return nconv__ws_round(s->x) + nconv__ws_round(s->dy) +
            (size_t)b.sl * (nconv__ws_round(s->s) + nconv__ws_round(s->v) + nconv__ws_round(s->z)) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
@@ -581,7 +587,9 @@ typedef struct bw_ctx {
     const nconv_core *c;
     const bgeo *b;
     const nconv_kernels *k;
-    const float *x, *dy, *zero;
+    const float *x, *dy, *zero;    /* x, dy NULL when x16, dy16 are read instead */
+    const uint16_t *x16, *dy16;    /* 16-bit channels-last operands, widened a tile at a time */
+    nconv_convert16_fn cv;
     const int64_t *org_h, *org_w;
     float *S[BW_SLICES], *V[BW_SLICES], *Z[BW_SLICES];
     const nconv_view *w;
@@ -608,27 +616,44 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     float *poison = bw_poison(bc, tid);
     const float *patch[XI], *pp[XI];
     float *ysrc[16];
+    int64_t off[XI];
+    /* 16-bit: a tile's input patch widened, then its dy pixels */
+    float *wide_x = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride), *wide_y = wide_x + XI * c->C;
     for (int64_t it; (it = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int p = it >= bc->nt[0];
         const int64_t tl = it - (p ? bc->nt[0] : 0);
         float *Z = bc->Z[p], *V = bc->V[p];
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
         /* The next tile's patch is requested now: its loads would stall the input transform. */
-        if (tl + 1 < bc->nt[p]) {
+        if (tl + 1 < bc->nt[p] && bc->x) {
             const tile tn = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl + 1);
             if (patch_of(c, g, bc->x, bc->zero, &tn, 0, pp))
                 for (int i = 0; i < XI; i++)
                     if (pp[i] != bc->zero)
                         for (int64_t ch = 0; ch < c->C; ch += 16) __builtin_prefetch(pp[i] + ch);
         }
-        tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
+        if (bc->dy16) {
+            tile_offsets(g, &ti, c->O, off);
+            for (int i = 0; i < 16; i++) {
+                ysrc[i] = off[i] < 0 ? NULL : wide_y + i * bc->on;
+                if (off[i] >= 0) bc->cv(bc->on, bc->dy16 + bc->o0 + off[i], wide_y + i * bc->on, 1);
+            }
+        } else {
+            tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
+        }
         /* Whole rows of ob floats: a copy into MR-row tiles would write partial lines. */
         bc->k->wino_dy(bc->on, (const float *const *)ysrc, Z + tl * ob, T * ob, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = V + kd * XI * CP * T * NR + tl * NR;
-            if (!patch_of(c, g, bc->x, bc->zero, &ti, kd, patch)) {
+            const int in =
+                bc->x16 ? patch_offsets(c, g, &ti, kd, off) : patch_of(c, g, bc->x, bc->zero, &ti, kd, patch);
+            if (!in) {
                 for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
                 continue;
+            }
+            for (int i = 0; bc->x16 && i < XI; i++) {
+                patch[i] = off[i] < 0 ? bc->zero : wide_x + i * c->C;
+                if (off[i] >= 0) bc->cv(c->C, bc->x16 + off[i], wide_x + i * c->C, 1);
             }
             for (int64_t cp = 0; cp < CP; cp++) { /* the zero row is ldc + NR long: offsets stay inside it */
                 for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
@@ -702,7 +727,9 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     bgeo b;
     bw_geometry(c, threads, &b);
     struct bw_sizes s;
-    bw_sizes(c, threads, nconv__exec_copies(e), &s);
+    const unsigned acts = nconv__view_is_nxc(e->x) && nconv__view_is_nxc(e->y) ? NCONV_ACTS_NXC : 0u;
+    const int in16 = nconv__is_16bit(c->dt) && acts; /* see bw_sizes */
+    bw_sizes(c, threads, nconv__exec_copies(e) | acts, &s);
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.dy);
     float *S[BW_SLICES] = {NULL}, *V[BW_SLICES] = {NULL}, *Z[BW_SLICES] = {NULL};
     int got = 1;
@@ -720,9 +747,26 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
     memset(zero, 0, s.zero);
     axis_tiles(b.g.dst[1], b.g.dil[1], org);
     axis_tiles(b.g.dst[2], b.g.dil[2], org + b.g.nh);
-    bw_ctx bc = {c, &b, e->k, nconv__nxc_input(e, e->x, xb), nconv__nxc_input(e, e->y, yb), zero,
-                 org, org + b.g.nh, {S[0], S[1]}, {V[0], V[1]}, {Z[0], Z[1]}, e->w, 0, 0, {0}, {0}, 1, e->accumulate,
-                 shares, scratch, nconv__ws_round(s.scratch)};
+    bw_ctx bc = {.c = c,
+                 .b = &b,
+                 .k = e->k,
+                 .x = in16 ? NULL : nconv__nxc_input(e, e->x, xb),
+                 .dy = in16 ? NULL : nconv__nxc_input(e, e->y, yb),
+                 .zero = zero,
+                 .x16 = in16 ? e->x->data : NULL,
+                 .dy16 = in16 ? e->y->data : NULL,
+                 .cv = c->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert,
+                 .org_h = org,
+                 .org_w = org + b.g.nh,
+                 .S = {S[0], S[1]},
+                 .V = {V[0], V[1]},
+                 .Z = {Z[0], Z[1]},
+                 .w = e->w,
+                 .first = 1,
+                 .accumulate = e->accumulate,
+                 .shares = shares,
+                 .scratch = scratch,
+                 .scratch_stride = nconv__ws_round(s.scratch)};
     const int width = nconv__parallel_width(e);
     for (int i = 0; i < threads; i++) memset(bw_poison(&bc, i), 0, 8 * sizeof(float));
     for (bc.o0 = 0; bc.o0 < c->O; bc.o0 += b.ob) {

@@ -257,7 +257,7 @@ int cmd_bench(int argc, char **argv) {
             if (!o.dirs[dir]) continue;
             if (progress) fprintf(stderr, "[%zu/%zu] %s %s\n", k + 1, l.n, cp->name, dir_names[dir]);
             char impl[128] = "";
-            onednn_peer *dnnl = peer && cp->p.dtype == NCONV_F32 ? onednn_create(&cp->p, dir, o.threads, impl, sizeof impl) : NULL;
+            onednn_peer *dnnl = peer ? onednn_create(&cp->p, dir, o.threads, impl, sizeof impl) : NULL;
             for (int li = 0; li < nlayouts; li++) {
                 run_data d;
                 const char *algo = "?";
