@@ -570,6 +570,36 @@ static void sums_task(void *arg, int tid, int nthreads) {
             }
             for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
         }
+    } else if (nconv__is_16bit(src->dt) && (nconv__view_is_nxc(src) || spatial_dense(src))) {
+        /* 16-bit: blocks widened (rows of the channel range, or runs of a plane), then summed as
+         * f32 is, in the same order: blocks of whole lanes (WIDE16 rows, a multiple of 4) */
+        enum { WIDE16 = 4096 };
+        float tmp[WIDE16];
+        const nconv_kernels *k = nconv__kernels();
+        const nconv_convert16_fn cv = src->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert;
+        const uint16_t *d = src->data;
+        if (nconv__view_is_nxc(src)) {
+            for (int64_t cb = c0; cb < c1; cb += 256) { /* channels in blocks, rows in blocks of 4 * 4 at least */
+                const int64_t cn = c1 - cb < 256 ? c1 - cb : 256, rows = WIDE16 / cn - WIDE16 / cn % 4;
+                for (int64_t n = 0; n < s[0]; n++)
+                    for (int64_t p0 = 0; p0 < S; p0 += rows) {
+                        const int64_t r = S - p0 < rows ? S - p0 : rows;
+                        for (int64_t q = 0; q < r; q++) cv(cn, d + (n * S + p0 + q) * C + cb, tmp + q * cn, 1);
+                        k->chsum(r, cn, tmp, cn, lane + cb, C);
+                    }
+            }
+        } else {
+            for (int64_t c = c0; c < c1; c++) {
+                double a[4] = {0, 0, 0, 0};
+                for (int64_t n = 0; n < s[0]; n++)
+                    for (int64_t p0 = 0; p0 < S; p0 += WIDE16) {
+                        const int64_t r = S - p0 < WIDE16 ? S - p0 : WIDE16;
+                        cv(r, d + n * src->stride[0] + c * src->stride[1] + p0, tmp, 1);
+                        for (int64_t i = 0; i < r; i++) a[i % 4] += tmp[i]; /* p0 is a multiple of 4 */
+                    }
+                for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
+            }
+        }
     } else {
         for (int64_t c = c0; c < c1; c++)
             for (int64_t n = 0; n < s[0]; n++)

@@ -170,7 +170,10 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
         s->scratch = sizeof(float) * (size_t)(nconv__div_up(rows, MR) * bw_tile_stride(&g)) +
                      (3 * sizeof(float *) + 4 * sizeof(int64_t)) * (size_t)g.bw_kc +
                      /* packed B panels, see bw_range */
-                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc);
+                     sizeof(float) * (size_t)((g.bw_swap ? g.panels : 2) * NR * g.bw_kc) +
+                     /* 16-bit: a block's dy rows and x rows widened (each with NR floats of slack,
+                      * as the rows of a tensor have its next row after them) */
+                     (nconv__is_16bit(c->dt) ? sizeof(float) * (size_t)(g.bw_kc * (c->O + c->C) + 2 * NR) : 0);
     } else {
         s->packed = sizeof(float) * (size_t)(c->G * g.panels * g.ks_rows * g.kc * NR);
         s->init = sizeof(float) * (size_t)(c->G * g.panels * NR);
@@ -211,6 +214,15 @@ int nconv__igemm_reads16(const nconv_core *c, const geo *g, unsigned copies) {
            !g->dcols && !nconv__igemm_panel_major(c, g);
 }
 
+unsigned nconv__igemm_copies16(const nconv_core *c, const geo *g, unsigned copies) {
+    if (!nconv__is_16bit(c->dt) || !(copies & NCONV_ACTS_NXC)) return copies;
+    if (g->dir == NCONV_DIR_BWD_W) return copies & ~(unsigned)NCONV_COPY_BOTH;
+    if (g->wfold) copies &= ~(unsigned)NCONV_COPY_X;
+    const unsigned source = g->dir == NCONV_DIR_FWD ? NCONV_COPY_X : NCONV_COPY_Y;
+    if (nconv__igemm_reads16(c, g, copies)) copies &= ~source;
+    return copies;
+}
+
 int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt) {
     return g->pack_a || nconv__is_16bit(dt) ? g->mc_tiles * MR * g->KS * (g->kchunk + PACK_PAD) : 0;
 }
@@ -218,10 +230,8 @@ int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt) {
 static size_t igemm_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     geo g;
     nconv__igemm_geometry(c, dir, threads, &g);
-    const unsigned source = dir == NCONV_DIR_FWD ? NCONV_COPY_X : NCONV_COPY_Y;
-    if (nconv__igemm_reads16(c, &g, copies)) copies &= ~source;
     ws_sizes s;
-    return nconv__igemm_sizes(c, &g, threads, copies, &s);
+    return nconv__igemm_sizes(c, &g, threads, nconv__igemm_copies16(c, &g, copies), &s);
 }
 
 /* ------------------------------------------------------------------ run */
@@ -294,13 +304,14 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     const int threads = e->threads;
     const geo g = *gp;
     const ws_sizes *s = &b->s;
-    b->copies = nconv__exec_copies(e);
-    /* The row GEMM reads a 16-bit channels-last source in place, widening A rows as it packs them:
-     * no copy of it (deep layers, panel-major, would widen all of it per unit: copied once). */
+    /* 16-bit channels-last operands are read in place where nconv__igemm_copies16 says: the row
+     * GEMM's source (A rows widened as they are packed; deep layers, panel-major, would widen all
+     * of it per unit: copied once), backward-weights' x and dy (widened a block at a time). */
     const nconv_view *src = dir == NCONV_DIR_FWD ? e->x : e->y;
     const unsigned acts = nconv__view_is_nxc(e->x) && nconv__view_is_nxc(e->y) ? NCONV_ACTS_NXC : 0u;
     const int reads16 = nconv__igemm_reads16(c, gp, acts);
-    if (reads16) b->copies &= ~(dir == NCONV_DIR_FWD ? (unsigned)NCONV_COPY_X : (unsigned)NCONV_COPY_Y);
+    const int bw16 = dir == NCONV_DIR_BWD_W && nconv__is_16bit(c->dt) && acts;
+    b->copies = nconv__igemm_copies16(c, gp, nconv__exec_copies(e) | acts) & NCONV_COPY_BOTH;
     nconv__igemm_sizes(c, gp, threads, b->copies, &b->s);
     /* w as igemm_pack made it: the row GEMM's panels */
     b->prepacked = e->packed && dir != NCONV_DIR_BWD_W && !g.dcols;
@@ -317,7 +328,11 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     tap_offsets(c, e->w, b->toff);
 
     b->x = NULL;
-    b->src16 = NULL;
+    b->src16 = b->x16 = b->dy16 = NULL;
+    if (bw16) { /* y: see below */
+        b->x16 = g.wfold ? NULL : e->x->data;
+        b->dy16 = e->y->data;
+    }
     if (reads16) {
         b->src16 = src->data;
         b->y = NULL, b->dy_planes = 0;
@@ -331,7 +346,7 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
                        x16 ? e->x->data : NULL, e->x->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert, xb};
         nconv__parallel(e, wpad_task, &wc);
         b->x = xb;
-    } else if (dir != NCONV_DIR_BWD_D) {
+    } else if (dir != NCONV_DIR_BWD_D && !b->x16) {
         b->x = nconv__nxc_input(e, e->x, xb);
     }
     /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in f32 NCHW planes where it is
@@ -346,7 +361,7 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
         widen_ctx wc = {yv, &b->dyv, yv->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert};
         nconv__parallel(e, widen_task, &wc);
     }
-    b->y = dir != NCONV_DIR_FWD && !b->dy_planes ? nconv__nxc_input(e, e->y, yb) : NULL;
+    b->y = dir != NCONV_DIR_FWD && !b->dy_planes && !b->dy16 ? nconv__nxc_input(e, e->y, yb) : NULL;
     return NCONV_OK;
 }
 

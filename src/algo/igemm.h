@@ -52,6 +52,9 @@ int nconv__igemm_panel_major(const nconv_core *c, const geo *g);
 /* Whether it reads its 16-bit source (x, or dy for bwd_d) in place, with x and y channels-last as
  * `copies` (NCONV_ACTS_NXC) says: then it needs no copy of that source. */
 int nconv__igemm_reads16(const nconv_core *c, const geo *g, unsigned copies);
+/* `copies` (with x and y channels-last as NCONV_ACTS_NXC says) less the copies igemm does not make
+ * of 16-bit operands it reads in place (see nconv__igemm_setup). */
+unsigned nconv__igemm_copies16(const nconv_core *c, const geo *g, unsigned copies);
 /* Floats of the row GEMM's packed A rows per thread (pack_a, and 16-bit sources). */
 int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt);
 /* The geometry of (c, dir) at `threads` (bwd_w's blocking depends on it; the rest does not). */
@@ -138,6 +141,7 @@ typedef struct igemm_bufs {
     int prepacked; /* packed is the plan's (nconv_exec.packed) */
     const float *x, *y;
     const uint16_t *src16; /* row GEMM: its 16-bit channels-last source (x or dy), read in place (x, y NULL) */
+    const uint16_t *x16, *dy16; /* bwd_w: 16-bit channels-last x and dy, widened a block at a time (x, y NULL) */
     int dy_planes;         /* dy read from f32 NCHW planes: dyv, the caller's or a widening of them */
     nconv_view dyv;
 } igemm_bufs;

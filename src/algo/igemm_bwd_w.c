@@ -14,6 +14,8 @@ typedef struct bw_ctx {
     const nconv_kernels *k;
     const float *x, *dy, *zero;
     const nconv_view *dy_planes; /* with bw_swap: dy read from its NCHW planes (dy NULL), see bw_task */
+    const uint16_t *x16, *dy16;  /* 16-bit channels-last x and dy (x, dy NULL), widened a block at a time */
+    nconv_convert16_fn cv;
     float *acc; /* per chunk: [G][taps][Og][width], or [G][taps][width][Og] when g.bw_swap (see bw_task) */
     /* db's channel-sum lanes (see nconv_exec) of chunk 0, and of chunks 1.. (4 * O doubles each);
      * NULL: not summed here */
@@ -43,13 +45,14 @@ static void lanes_add(const nconv_kernels *k, double *lane, int64_t ls, const fl
 }
 
 /* lane[(p % OS) % 4][ch] += dy[p][ch] for pixels [p0, p0 + n) and channels
- * [ch0, ch0 + nch): a dy block that packing has just brought to L2 (summing
- * dy apart would read it from memory again). */
-static void bias_lanes(const bw_ctx *bc, double *lane, int64_t p0, int64_t n, int64_t ch0, int64_t nch) {
+ * [ch0, ch0 + nch), dy0 the row of pixel p0 (rows O floats apart): a dy block that packing has
+ * just brought to L2 (summing dy apart would read it from memory again). */
+static void bias_lanes(const bw_ctx *bc, double *lane, const float *dy0, int64_t p0, int64_t n, int64_t ch0,
+                       int64_t nch) {
     const int64_t O = bc->c->O, OS = bc->g.OS;
     for (int64_t p = p0; p < p0 + n;) {
         const int64_t op = p % OS, run = p0 + n - p < OS - op ? p0 + n - p : OS - op; /* within one image */
-        lanes_add(bc->k, lane + ch0, O, bc->dy + p * O + ch0, O, op, run, nch);
+        lanes_add(bc->k, lane + ch0, O, dy0 + (p - p0) * O + ch0, O, op, run, nch);
         p += run;
     }
 }
@@ -78,6 +81,8 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     int64_t *pix = (int64_t *)(dyrows + KC);                        /* [4][KC]: image offset, o0, o1, o2 */
     const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
     float *bpack = (float *)(brows + KC);                           /* [2][KC][NR], or [panels][KC][NR] */
+    float *dyblk = bpack + (swap ? g->panels : 2) * NR * KC;        /* 16-bit: the block's dy rows, widened */
+    float *xblk = dyblk + KC * c->O + NR;                           /* and x rows (a tap's, or all channels) */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     /* One kernel call per unit, panel pair and block (not W-folded, which goes row by row): the
      * first block's calls write the sums, unzeroed (megabytes for deep layers). */
@@ -102,7 +107,10 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
             pix[k] = g->wfold ? px.n : px.n * g->IS * c->C; /* the image, or its offset */
             pix[KC + k] = px.o[0], pix[2 * KC + k] = px.o[1], pix[3 * KC + k] = px.o[2];
         }
-        for (int64_t k = 0; k < kc; k++) dyrows[k] = bc->dy ? bc->dy + (p0 + k) * c->O : NULL;
+        if (bc->dy16) bc->cv(kc * c->O, bc->dy16 + p0 * c->O, dyblk, 1); /* the block's rows are one run */
+        if (bc->x16 && g->pointwise) bc->cv(kc * c->C, bc->x16 + p0 * c->C, xblk, 1);
+        for (int64_t k = 0; k < kc; k++)
+            dyrows[k] = bc->dy16 ? dyblk + k * c->O : bc->dy ? bc->dy + (p0 + k) * c->O : NULL;
         int64_t packed_g = -1;
         /* Units of one (group, tap) share the input rows of the tap: take them as a run. */
         for (int64_t u = u0; u < u1;) {
@@ -135,7 +143,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
             }
             if (lanes && t == 0 && !swap) {
                 const int64_t ch0 = (u % bc->tiles) * MR, ch1 = (run_end - 1) % bc->tiles * MR + MR;
-                bias_lanes(bc, lanes, p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
+                bias_lanes(bc, lanes, dyrows[0], p0, kc, gi * g->Og + ch0, (ch1 < g->Og ? ch1 : g->Og) - ch0);
             }
             if (g->wfold) { /* rows into the W-padded copy [g][n][i0][i1][jw][c] at the run's start */
                 /* Every loop bound in a local: the stores to xrows kept the compiler reloading them. */
@@ -152,16 +160,23 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                                                   : xg + ((pix[k] * in0 + i0) * in1 + i1) * row + pix[3 * KC + k] * col;
                 }
             } else if (g->pointwise) {
-                for (int64_t k = 0; k < kc; k++) xrows[k] = bc->x + (p0 + k) * c->C + gi * g->Cg;
+                for (int64_t k = 0; k < kc; k++)
+                    xrows[k] = bc->x16 ? xblk + k * c->C + gi * g->Cg : bc->x + (p0 + k) * c->C + gi * g->Cg;
             } else {
                 const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-                const float *xg = bc->x + gi * g->Cg;
                 for (int64_t k = 0; k < kc; k++) {
                     const int64_t i0 = nconv__map_index(pix[KC + k] * c->s[0] - c->pb[0] + k0 * c->d[0], c->in[0], c->mode);
                     const int64_t i1 = nconv__map_index(pix[2 * KC + k] * c->s[1] - c->pb[1] + k1 * c->d[1], c->in[1], c->mode);
                     const int64_t i2 = nconv__map_index(pix[3 * KC + k] * c->s[2] - c->pb[2] + k2 * c->d[2], c->in[2], c->mode);
-                    xrows[k] = (i0 < 0 || i1 < 0 || i2 < 0) ? bc->zero
-                                                             : xg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                    const int64_t off = gi * g->Cg + pix[k] + ((i0 * c->in[1] + i1) * c->in[2] + i2) * c->C;
+                    if (i0 < 0 || i1 < 0 || i2 < 0) {
+                        xrows[k] = bc->zero;
+                    } else if (bc->x16) { /* the tap's row widened */
+                        bc->cv(g->Cg, bc->x16 + off, xblk + k * g->Cg, 1);
+                        xrows[k] = xblk + k * g->Cg;
+                    } else {
+                        xrows[k] = bc->x + off;
+                    }
                 }
             }
             if (!swap) {
@@ -265,7 +280,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                  * after the group's first unit (a separate pass over dy took as long as this GEMM
                  * for wav2vec2's first layer; before the GEMM, the misses were this sum's). */
                 if (lanes && !bc->dy_planes && t == 0 && u % bc->tiles == 0)
-                    bias_lanes(bc, lanes, p0, kc, gi * g->Og, g->Og);
+                    bias_lanes(bc, lanes, dyrows[0], p0, kc, gi * g->Og, g->Og);
             }
             u = run_end;
         }
@@ -308,7 +323,8 @@ typedef struct dw_ctx {
     const int64_t *toff;
     const float *acc;
     int64_t width;
-    int accumulate; /* dw += (see nconv_exec) */
+    int accumulate;        /* dw += (see nconv_exec) */
+    nconv_convert16_fn cv; /* 16-bit dw: its narrowing */
 } dw_ctx;
 
 static void dw_task(void *arg, int tid, int nthreads) {
@@ -343,7 +359,27 @@ static void dw_task(void *arg, int tid, int nthreads) {
         transpose(g->KS, g->Cg, d->acc + gi * taps * g->Og * d->width + o * d->width, g->Og * d->width,
                   wf + row * wv->stride[0], wv->stride[1]);
     }
-    for (int64_t row = r0; row < r1 && !dense_taps; row++) {
+    /* 16-bit weights whose rows are dense (OIHW or OHWI): a row gathered in its own order, then
+     * narrowed by one call (element by element, narrowing cost more than the GEMM of deep layers). */
+    enum { ROW16 = 8192 };
+    float row16[ROW16];
+    int dense16 = nconv__is_16bit(wv->dt) && !d->accumulate && g->KS * g->Cg <= ROW16;
+    const int oihw = wv->stride[1] == g->KS, ohwi = wv->stride[1] == 1;
+    for (int64_t t = 0; t < g->KS && dense16; t++)
+        dense16 = (oihw && d->toff[t] == t) || (ohwi && d->toff[t] == t * g->Cg);
+    dense16 = dense16 && (oihw || ohwi);
+    for (int64_t row = r0; row < r1 && dense16; row++) {
+        const int64_t gi = row / g->Og, o = row % g->Og;
+        for (int64_t t = 0; t < g->KS; t++) {
+            const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
+            const float *acc = d->acc + (gi * taps + tr) * g->Og * d->width;
+            for (int64_t ci = 0; ci < g->Cg; ci++)
+                row16[ci * wv->stride[1] + d->toff[t]] =
+                    g->bw_swap ? acc[(col0 + ci) * g->Og + o] : acc[o * d->width + col0 + ci];
+        }
+        d->cv(g->KS * g->Cg, row16, (uint16_t *)wv->data + row * wv->stride[0], 0);
+    }
+    for (int64_t row = r0; row < r1 && !dense_taps && !dense16; row++) {
         const int64_t gi = row / g->Og, o = row % g->Og;
         for (int64_t t = 0; t < g->KS; t++) {
             const int64_t tr = g->wfold ? t / c->k[2] : t, col0 = g->wfold ? (t % c->k[2]) * g->Cg : 0;
@@ -387,12 +423,29 @@ nconv_status nconv__igemm_bwd_w_run(const nconv_exec *e, const geo *gp, const ig
     const nconv_view *wv = e->w;
     const int direct = !e->accumulate && wv->dt == NCONV_F32 && c->G == 1 && g.KS == 1 && !g.bw_swap &&
                        g.bw_chunks == 1 && wv->stride[1] == 1 && wv->stride[0] == g.Cg;
-    bw_ctx bc = {c, g, k, x, y, zero, dy_planes ? &b->dyv : NULL, direct ? (float *)wv->data : packed, lanes, lanes_more,
-                 c->G * taps * tiles, tiles, c->G * g.KS * g.Og * g.Cg, shares, scratch, nconv__ws_round(s.scratch)};
+    bw_ctx bc = {.c = c,
+                 .g = g,
+                 .k = k,
+                 .x = x,
+                 .dy = y,
+                 .zero = zero,
+                 .dy_planes = dy_planes ? &b->dyv : NULL,
+                 .x16 = b->x16,
+                 .dy16 = b->dy16,
+                 .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
+                 .acc = direct ? (float *)wv->data : packed,
+                 .lanes = lanes,
+                 .lanes_more = lanes_more,
+                 .units = c->G * taps * tiles,
+                 .tiles = tiles,
+                 .dwf = c->G * g.KS * g.Og * g.Cg,
+                 .shares = shares,
+                 .scratch = scratch,
+                 .scratch_stride = nconv__ws_round(s.scratch)};
     nconv__parallel(e, bw_task, &bc);
     if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
     if (lanes) *e->db_done = 1;
-    dw_ctx dc = {c, &g, wv, toff, packed, width, e->accumulate};
+    dw_ctx dc = {c, &g, wv, toff, packed, width, e->accumulate, wv->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert};
     if (!direct) nconv__parallel(e, dw_task, &dc);
     return NCONV_OK;
 }

@@ -315,6 +315,24 @@ static int patch_offsets(const nconv_core *c, const wgeo *g, const tile *tl, int
     return 1;
 }
 
+/* 16-bit pixels at offsets off[0 .. n) of src (-1: a pixel in padding, `absent`), k channels each,
+ * widened into wide (pixel i at wide + i * k), its pointers in p: one conversion per run of
+ * pixels that follow each other in src (pitch == k; a call per pixel of a few vectors cost a
+ * third of a layer's backward-weights). */
+static void widen_pixels(nconv_convert16_fn cv, const uint16_t *src, const int64_t *off, int n, int64_t k,
+                         int64_t pitch, float *wide, const float *absent, const float **p) {
+    for (int i = 0; i < n;) {
+        if (off[i] < 0) {
+            p[i++] = absent;
+            continue;
+        }
+        int j = i + 1;
+        while (j < n && pitch == k && off[j] == off[j - 1] + k) j++;
+        cv((j - i) * k, src + off[i], wide + i * k, 1);
+        for (; i < j; i++) p[i] = wide + i * k;
+    }
+}
+
 /* The patch as pointers into src (zero for pixels in padding); 0 when the whole depth plane is. */
 static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const float *zero, const tile *tl,
                     int64_t kd, const float **patch) {
@@ -338,12 +356,9 @@ static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow
         const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             vrow[kd * T + tl] = NULL;
-            if (pc->src16) { /* the patch widened into `wide`, pixel by pixel */
+            if (pc->src16) { /* the patch widened into `wide` */
                 if (!patch_offsets(c, g, &ti, kd, off)) continue;
-                for (int i = 0; i < XI; i++) {
-                    patch[i] = off[i] < 0 ? pc->zero : wide + i * g->K;
-                    if (off[i] >= 0) pc->cv(g->K, pc->src16 + off[i], wide + i * g->K, 1);
-                }
+                widen_pixels(pc->cv, pc->src16, off, XI, g->K, g->K, wide, pc->zero, patch);
             } else if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) {
                 continue;
             }
@@ -616,6 +631,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     float *poison = bw_poison(bc, tid);
     const float *patch[XI], *pp[XI];
     float *ysrc[16];
+    const float *yrows[16]; /* the tile's dy pixels as wino_dy reads them */
     int64_t off[XI];
     /* 16-bit: a tile's input patch widened, then its dy pixels */
     float *wide_x = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride), *wide_y = wide_x + XI * c->C;
@@ -634,15 +650,13 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
         }
         if (bc->dy16) {
             tile_offsets(g, &ti, c->O, off);
-            for (int i = 0; i < 16; i++) {
-                ysrc[i] = off[i] < 0 ? NULL : wide_y + i * bc->on;
-                if (off[i] >= 0) bc->cv(bc->on, bc->dy16 + bc->o0 + off[i], wide_y + i * bc->on, 1);
-            }
+            widen_pixels(bc->cv, bc->dy16 + bc->o0, off, 16, bc->on, c->O, wide_y, NULL, yrows);
         } else {
             tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
+            for (int i = 0; i < 16; i++) yrows[i] = ysrc[i];
         }
         /* Whole rows of ob floats: a copy into MR-row tiles would write partial lines. */
-        bc->k->wino_dy(bc->on, (const float *const *)ysrc, Z + tl * ob, T * ob, poison);
+        bc->k->wino_dy(bc->on, yrows, Z + tl * ob, T * ob, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = V + kd * XI * CP * T * NR + tl * NR;
             const int in =
@@ -651,10 +665,7 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
                 for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
                 continue;
             }
-            for (int i = 0; bc->x16 && i < XI; i++) {
-                patch[i] = off[i] < 0 ? bc->zero : wide_x + i * c->C;
-                if (off[i] >= 0) bc->cv(c->C, bc->x16 + off[i], wide_x + i * c->C, 1);
-            }
+            if (bc->x16) widen_pixels(bc->cv, bc->x16, off, XI, c->C, c->C, wide_x, bc->zero, patch);
             for (int64_t cp = 0; cp < CP; cp++) { /* the zero row is ldc + NR long: offsets stay inside it */
                 for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
                 const int64_t n16 = c->C - cp * NR < NR ? c->C - cp * NR : NR;
@@ -709,6 +720,18 @@ static void bw_out_task(void *arg, int tid, int nthreads) {
         }
         if (w->dt == NCONV_F32 && w->stride[3] == 3 && w->stride[4] == 1) { /* taps dense and innermost (OIHW) */
             bc->k->transpose(9, C, tmp, C, (float *)w->data + base, w->stride[1]);
+            continue;
+        }
+        /* 16-bit, the nine taps of every channel dense (OIHW, one depth tap), or the channels of
+         * every tap (OHWI): narrowed by one call, after a transpose for OIHW (element by element
+         * it cost more than the GEMMs of deep layers) */
+        if (nconv__is_16bit(w->dt) && b->g.KD == 1 && w->stride[3] == 3 && w->stride[4] == 1 && w->stride[1] == 9) {
+            bc->k->transpose(9, C, tmp, C, tmp + 9 * C, 9);
+            bc->cv(9 * C, tmp + 9 * C, (uint16_t *)w->data + base, 0);
+            continue;
+        }
+        if (nconv__is_16bit(w->dt) && b->g.KD == 1 && w->stride[1] == 1 && w->stride[4] == C && w->stride[3] == 3 * C) {
+            bc->cv(9 * C, tmp, (uint16_t *)w->data + base, 0);
             continue;
         }
         for (int64_t t = 0; t < 9; t++) {
