@@ -722,6 +722,41 @@ static void test_planes(void) {
     nconv_context_destroy(ctx);
 }
 
+/* igemm's 16-bit NCHW outputs (forward, and backward-data at stride 1, whose rows are consecutive
+ * pixels): narrowed from a row block's f32 rows through a transpose, runs of pixels split where
+ * a block spans images (small images, several per block), bias and relu applied in the kernel;
+ * f16 and bf16 against the reference (outputs start as NaN: every element written), the same bits
+ * for 1 and 3 threads. */
+static void test_planes16_out(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", "igemm", &ref, &ctx);
+    uint64_t rng = 1616;
+    /* C, O, G, spatial size, kernel, stride */
+    const int64_t cases[][6] = {{24, 40, 1, 5, 3, 1}, {16, 33, 1, 9, 1, 1}, {8, 20, 1, 17, 3, 2}, {12, 18, 3, 6, 3, 1}};
+    for (int i = 0; i < 8; i++) {
+        const int64_t *q = cases[i % 4];
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.dtype = i < 4 ? NCONV_F16 : NCONV_BF16;
+        p.batch = 3, p.in_channels = q[0], p.out_channels = q[1], p.groups = q[2];
+        for (int d = 0; d < 2; d++)
+            p.in_size[d] = q[3], p.kernel[d] = q[4], p.stride[d] = q[5], p.pad_begin[d] = p.pad_end[d] = q[4] / 2;
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
+        r.has_b = a.has_b = b.has_b = 1;
+        r.epi = a.epi = b.epi = (nconv_epilogue){i % 2 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 1.0};
+        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
+        const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype);
+        CHECK(ey <= tolerance(p.dtype) && ex <= tolerance(p.dtype), "planes16 case %d dtype %d: y err %g, dx err %g",
+              i % 4, (int)p.dtype, ey, ex);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+              "planes16 case %d dtype %d: results differ between 1 and 3 threads", i % 4, (int)p.dtype);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* The grouped algorithm (2, 4 or 8 channels per group; fwd, bwd_w, and
  * bwd_d at stride 1): chosen by the heuristic, against the reference in
  * every layout, dtype, padding mode, stride, dilation, epilogue, transposed,
@@ -1163,6 +1198,7 @@ int main(void) {
     test_depthwise();
     test_pointwise();
     test_planes();
+    test_planes16_out();
     test_cols();
     test_wide_channels();
     test_panel_major();

@@ -26,6 +26,7 @@ typedef struct row_ctx {
      * packed, a unit's output rows narrowed from a block of f32 rows (see row_block) */
     const uint16_t *src16;
     uint16_t *dst16;
+    int planes16;          /* dst16 is NCHW planes (see pimg below) */
     nconv_convert16_fn cv; /* their conversion */
     const float *init; /* [G][panels][NR] */
     const float *zero;
@@ -45,6 +46,8 @@ typedef struct row_ctx {
     const wsrc *w;
     int *finite; /* per thread: every weight it packed was finite */
 } row_ctx;
+
+enum { PLANE_RUN = 256 }; /* 16-bit NCHW outputs: pixels per transpose of a row block's f32 rows */
 
 /* Rows are decoded as element offsets into the source and the output (NO_ROW: a row of zeros),
  * then made pointers into f32 operands or, for 16-bit ones, packed widened (see row_block). */
@@ -265,7 +268,23 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
         }
     }
-    if (rc->dst16) { /* the block's rows, its columns [c0, c1), narrowed into the output */
+    if (rc->planes16) { /* the block's columns [c0, c1) transposed, a run of pixels of one image at a time */
+        const int64_t c0 = p0 * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
+        float tmp[NR * PLANE_RUN];
+        for (int64_t i = r0; i < r1;) {
+            const int64_t img = i / rc->S, px = i % rc->S;
+            const int64_t run = r1 - i < rc->S - px ? (r1 - i < PLANE_RUN ? r1 - i : PLANE_RUN)
+                                                    : (rc->S - px < PLANE_RUN ? rc->S - px : PLANE_RUN);
+            for (int64_t cc = c0; cc < c1; cc += NR) {
+                const int64_t nc = c1 - cc < NR ? c1 - cc : NR;
+                rc->k->transpose(run, nc, sc->cbuf + (i - r0) * ldb + cc, ldb, tmp, run);
+                for (int64_t q = 0; q < nc; q++)
+                    rc->cv(run, tmp + q * run,
+                           rc->dst16 + img * rc->pimg + (j->g * g->rows_cols + cc + q) * rc->pch + px, 0);
+            }
+            i += run;
+        }
+    } else if (rc->dst16) { /* the block's rows, its columns [c0, c1), narrowed into the output */
         const int64_t c0 = p0 * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols, n = r1 - r0;
         /* Rows ldb apart in the output, each at least one row after the last: with the first
          * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
@@ -620,22 +639,23 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     char *scratch = b->scratch;
     const float *src = dir == NCONV_DIR_FWD ? b->x : b->y;
     const uint16_t *src16 = b->src16;
-    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. A 16-bit
-     * channels-last output without z is narrowed from f32 rows as they are done. */
+    /* Row GEMM: fwd writes y, bwd_d writes dx; the epilogue goes to that output. */
     const nconv_view *out = dir == NCONV_DIR_FWD ? e->y : e->x;
     const nconv_epi *epi = e->epi;
-    const int dst16 = nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z);
+    const wsrc ws_ = {e->w, b->toff};
+    /* NCHW outputs with dense planes whose tile rows are consecutive pixels (every stride for fwd,
+     * stride 1 for bwd_d): f32 ones of one reduction block are written in place by the
+     * plane-store kernel, 16-bit ones narrowed from a row block's f32 rows through a transpose;
+     * 16-bit channels-last ones narrowed from those rows as they are. No buffer of the output,
+     * no pass over it afterwards. */
+    const int64_t *osz = dir == NCONV_DIR_FWD ? c->out : c->in;
+    const int planar = !(epi && epi->z) && (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
+                       nconv__view_is_planar(out) && !nconv__view_is_nxc(out);
+    const int planes16 = planar && nconv__is_16bit(out->dt);
+    const int dst16 = planes16 || (nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z));
     int fuse = 0;
     float *dst = dst16 ? NULL : nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
-    const wsrc ws_ = {e->w, b->toff};
-    /* NCHW f32 outputs with dense planes, of one reduction block (every stride for fwd,
-     * stride 1 for bwd_d: tile rows are then consecutive pixels), are written in place by the
-     * plane-store kernel: no NHWC buffer and no transpose afterwards. */
-    const int64_t *osz = dir == NCONV_DIR_FWD ? c->out : c->in;
-    const int planes = !fuse && out->dt == NCONV_F32 && !(epi && epi->z) && g.kchunk == g.kc &&
-                       (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
-                       (osz[2] == 1 || out->stride[4] == 1) && (osz[1] == 1 || out->stride[3] == osz[2]) &&
-                       (osz[0] == 1 || out->stride[2] == osz[1] * osz[2]);
+    const int planes = !fuse && planar && out->dt == NCONV_F32 && g.kchunk == g.kc;
     const int in_kernel = fuse || planes || dst16; /* bias and relu applied by the kernel */
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
@@ -699,6 +719,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
                   .dst = dst,
                   .src16 = src16,
                   .dst16 = dst16 ? out->data : NULL,
+                  .planes16 = planes16,
                   .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
                   .init = init,
                   .zero = zero,
