@@ -342,7 +342,7 @@ static void convert_task(void *arg, int tid, int nthreads) {
     const convert_ctx *t = arg;
     const nconv_view *v = t->v;
     const nconv_epi *epi = t->epi;
-    const nconv_convert16_fn cv = v->dt == NCONV_F16 ? t->e->k->f16_convert : t->e->k->bf16_convert;
+    const nconv_convert16_fn cv = nconv__convert16(t->e->k, v->dt);
     const nconv_f32_transpose_fn tr = t->e->k->transpose;
     const int64_t C = t->C, S = t->S;
     float tmp[CBLOCK * TBLOCK], bias[TBLOCK];
@@ -576,7 +576,7 @@ static void sums_task(void *arg, int tid, int nthreads) {
         enum { WIDE16 = 4096 };
         float tmp[WIDE16];
         const nconv_kernels *k = nconv__kernels();
-        const nconv_convert16_fn cv = src->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert;
+        const nconv_convert16_fn cv = nconv__convert16(k, src->dt);
         const uint16_t *d = src->data;
         if (nconv__view_is_nxc(src)) {
             for (int64_t cb = c0; cb < c1; cb += 256) { /* channels in blocks, rows in blocks of 4 * 4 at least */

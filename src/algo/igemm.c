@@ -343,7 +343,7 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
         /* 16-bit channels-last x is widened as it is copied, f32 ones read in place */
         const int x16 = nconv__is_16bit(e->x->dt) && nconv__view_is_nxc(e->x);
         wpad_ctx wc = {c, gp, x16 ? NULL : nconv__nxc_input(e, e->x, xb + rows * g.iw_pad * c->C),
-                       x16 ? e->x->data : NULL, e->x->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert, xb};
+                       x16 ? e->x->data : NULL, nconv__convert16(e->k, e->x->dt), xb};
         nconv__parallel(e, wpad_task, &wc);
         b->x = xb;
     } else if (dir != NCONV_DIR_BWD_D && !b->x16) {
@@ -358,7 +358,7 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     b->dyv = *yv;
     if (b->dy_planes && yv->dt != NCONV_F32) {
         nconv__view_dense_like(&b->dyv, yb, NCONV_F32, yv);
-        widen_ctx wc = {yv, &b->dyv, yv->dt == NCONV_F16 ? e->k->f16_convert : e->k->bf16_convert};
+        widen_ctx wc = {yv, &b->dyv, nconv__convert16(e->k, yv->dt)};
         nconv__parallel(e, widen_task, &wc);
     }
     b->y = dir != NCONV_DIR_FWD && !b->dy_planes && !b->dy16 ? nconv__nxc_input(e, e->y, yb) : NULL;

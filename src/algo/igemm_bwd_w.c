@@ -432,7 +432,7 @@ nconv_status nconv__igemm_bwd_w_run(const nconv_exec *e, const geo *gp, const ig
                  .dy_planes = dy_planes ? &b->dyv : NULL,
                  .x16 = b->x16,
                  .dy16 = b->dy16,
-                 .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
+                 .cv = nconv__convert16(k, c->dt),
                  .acc = direct ? (float *)wv->data : packed,
                  .lanes = lanes,
                  .lanes_more = lanes_more,
@@ -445,7 +445,7 @@ nconv_status nconv__igemm_bwd_w_run(const nconv_exec *e, const geo *gp, const ig
     nconv__parallel(e, bw_task, &bc);
     if (g.bw_chunks > 1) nconv__parallel(e, chunk_sum_task, &bc);
     if (lanes) *e->db_done = 1;
-    dw_ctx dc = {c, &g, wv, toff, packed, width, e->accumulate, wv->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert};
+    dw_ctx dc = {c, &g, wv, toff, packed, width, e->accumulate, nconv__convert16(k, wv->dt)};
     if (!direct) nconv__parallel(e, dw_task, &dc);
     return NCONV_OK;
 }

@@ -373,7 +373,7 @@ static nconv_status planes_run(const nconv_exec *e) {
     pc.gather = !is_1x1(c);
     pc.pt = unit_tiles(c, pc.rows, pc.red);
     pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
-    pc.cv = c->dt == NCONV_F16 ? e->k->f16_convert : c->dt == NCONV_BF16 ? e->k->bf16_convert : NULL;
+    pc.cv = nconv__convert16(e->k, c->dt);
     const int threads = e->threads;
     pc.apack = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
@@ -610,7 +610,7 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     memset(&b, 0, sizeof b);
     b.e = e;
     b.k = e->k;
-    b.cv = c->dt == NCONV_F16 ? e->k->f16_convert : c->dt == NCONV_BF16 ? e->k->bf16_convert : NULL;
+    b.cv = nconv__convert16(e->k, c->dt);
     b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
     b.otiles = nconv__div_up(b.Og, MR), b.cpanels = nconv__div_up(b.Cg, NR), b.chunks = bw_chunks(c);
     b.split_rows = b.Og >= b.Cg;

@@ -421,7 +421,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
         enum { RUN = 256 };
         float wide[NR * RUN];
         const nconv_kernels *k = nconv__kernels();
-        const nconv_convert16_fn cv = v->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert;
+        const nconv_convert16_fn cv = nconv__convert16(k, v->dt);
         for (int64_t tr = 0; tr < j->ks; tr++)
             for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
                 const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -447,7 +447,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
         enum { RUN = 512 };
         float wide[NR * RUN];
         const nconv_kernels *k = nconv__kernels();
-        const nconv_convert16_fn cv = v->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert;
+        const nconv_convert16_fn cv = nconv__convert16(k, v->dt);
         const int64_t per = RUN / j->ks > 0 ? RUN / j->ks : 1; /* channels per widening */
         for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
             const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -545,7 +545,7 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
      * channels with all their taps (one run) widened once per output channel; others element by
      * element */
     const nconv_kernels *kern = nconv__kernels();
-    const nconv_convert16_fn cv = v->dt == NCONV_F16 ? kern->f16_convert : kern->bf16_convert;
+    const nconv_convert16_fn cv = nconv__convert16(kern, v->dt);
     int oihw16 = nconv__is_16bit(v->dt) && cs == g->KS && g->KS > 1;
     for (int64_t t = 0; t < g->KS && oihw16; t++) oihw16 = w->toff[t] == t;
     float wide[NR * MAX_TAPS]; /* a panel's channels x taps, when they fit */
@@ -758,7 +758,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
                   .src16 = src16,
                   .dst16 = dst16 ? out->data : NULL,
                   .planes16 = planes16,
-                  .cv = c->dt == NCONV_F16 ? k->f16_convert : k->bf16_convert,
+                  .cv = nconv__convert16(k, c->dt),
                   .init = init,
                   .zero = zero,
                   .flags = (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,

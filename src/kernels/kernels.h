@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "nconv.h" /* nconv_dtype */
+
 /* C[M x N] = A[M x K] * B[K x N] (+ C when accumulate). A is read through
  * element strides (rsa, csa), so a transposed A costs nothing; B and C are
  * row-major with leading dimensions ldb and ldc. With accumulate == 0, C is
@@ -287,6 +289,11 @@ typedef struct nconv_kernels {
 } nconv_kernels;
 
 enum { NCONV_MR = 6, NCONV_NR = 16 };
+
+/* The conversion kernel of a 16-bit storage dtype (f16, bf16) in table k; NULL for other dtypes. */
+static inline nconv_convert16_fn nconv__convert16(const nconv_kernels *k, nconv_dtype dt) {
+    return dt == NCONV_F16 ? k->f16_convert : dt == NCONV_BF16 ? k->bf16_convert : NULL;
+}
 
 /* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512 (read
  * once per process, at the first call). */
