@@ -135,11 +135,6 @@ typedef struct planes_ctx {
     char *scratch;         /* per thread, scratch_bytes(c, rows, red) rounded */
 } planes_ctx;
 
-/* Element off of v, as f32. */
-static inline float elem_f32(const nconv_view *v, int64_t off) {
-    return v->dt == NCONV_F32 ? ((const float *)v->data)[off] : nconv__load_f32(v->data, v->dt, off);
-}
-
 /* n elements of v from offset off into dst, as f32 (cv: v's 16-bit conversion, NULL for f32). */
 static void read_run(const nconv_view *v, nconv_convert16_fn cv, int64_t off, int64_t n, float *dst) {
     if (cv) cv(n, (const uint16_t *)v->data + off, dst, 1);
@@ -163,14 +158,15 @@ static void pack_task(void *arg, int tid, int nthreads) {
         if (!fwd) { /* bwd_d (1x1): A[row][k] = w[g * Og + k][row], a tile's rows side by side in w */
             int64_t s = g * Og * w->stride[0] + t * MR * w->stride[1];
             for (int64_t k = 0; k < pc->red; k++, s += w->stride[0])
-                for (int64_t r = 0; r < MR; r++) dst[k * MR + r] = r < nr ? elem_f32(w, s + r * w->stride[1]) : 0.0f;
+                for (int64_t r = 0; r < MR; r++)
+                    dst[k * MR + r] = r < nr ? nconv__load_f32(w->data, w->dt, s + r * w->stride[1]) : 0.0f;
             continue;
         }
         if (KS == 1) { /* fwd 1x1: A[row][k] = w[g * Og + row][k] */
             for (int64_t r = 0; r < MR; r++) {
                 const int64_t s = (g * Og + t * MR + (r < nr ? r : 0)) * w->stride[0];
                 for (int64_t k = 0; k < pc->red; k++)
-                    dst[k * MR + r] = r < nr ? elem_f32(w, s + k * w->stride[1]) : 0.0f;
+                    dst[k * MR + r] = r < nr ? nconv__load_f32(w->data, w->dt, s + k * w->stride[1]) : 0.0f;
             }
             continue;
         }
@@ -188,8 +184,9 @@ static void pack_task(void *arg, int tid, int nthreads) {
                 for (int64_t t0 = 0; t0 < c->k[0]; t0++)
                     for (int64_t t1 = 0; t1 < c->k[1]; t1++)
                         for (int64_t t2 = 0; t2 < c->k[2]; t2++, d += MR)
-                            *d = elem_f32(w, s + ci * w->stride[1] + t0 * w->stride[2] + t1 * w->stride[3] +
-                                            t2 * w->stride[4]);
+                            *d = nconv__load_f32(w->data, w->dt,
+                                                 s + ci * w->stride[1] + t0 * w->stride[2] + t1 * w->stride[3] +
+                                                     t2 * w->stride[4]);
         }
     }
 }
@@ -231,7 +228,7 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, nconv_convert1
                 if (hi > lo) read_run(x, cv, row + base + lo, hi - lo, xp + lo);
                 for (int64_t j = lo > 0 ? 0 : hi; j < len; j = j + 1 == lo ? hi : j + 1) {
                     const int64_t m = nconv__map_index(base + j, IW, c->mode);
-                    xp[j] = m < 0 ? 0.0f : elem_f32(x, row + m);
+                    xp[j] = m < 0 ? 0.0f : nconv__load_f32(x->data, x->dt, row + m);
                 }
                 if (s == 2) {
                     for (int64_t i = 0; i < len / 2; i++) {
