@@ -336,7 +336,9 @@ typedef struct convert_ctx {
     int scatter, nxc;
 } convert_ctx;
 
-enum { CBLOCK = 8 }; /* channels per transpose of a plane block */
+/* Channels per transpose of a plane block: the AVX-512 kernel's whole 16 x 16 tiles (a strip of 8
+ * runs through its masked partial tiles at half the rate). */
+enum { CBLOCK = 16 };
 
 static void convert_task(void *arg, int tid, int nthreads) {
     const convert_ctx *t = arg;
@@ -545,6 +547,15 @@ typedef struct sums_ctx {
     double *lane; /* lane[l * C + c] */
 } sums_ctx;
 
+/* a[l] += x[i] for i = l mod 4, i < n, in order: lane l's sum as every layout takes it (the lanes
+ * are independent, so they add side by side as one vector). */
+static inline void sum_lanes(const float *x, int64_t n, double a[4]) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) a[l] += x[i + l];
+    for (; i < n; i++) a[i % 4] += x[i];
+}
+
 /* Threads own channel ranges: every channel is summed in the same order for any thread count. */
 static void sums_task(void *arg, int tid, int nthreads) {
     const sums_ctx *sc = arg;
@@ -563,10 +574,7 @@ static void sums_task(void *arg, int tid, int nthreads) {
         for (int64_t c = c0; c < c1; c++) {
             double a[4] = {0, 0, 0, 0};
             for (int64_t n = 0; n < s[0]; n++) {
-                const float *x = (const float *)src->data + n * src->stride[0] + c * src->stride[1];
-                int64_t i = 0;
-                for (; i + 4 <= S; i += 4) a[0] += x[i], a[1] += x[i + 1], a[2] += x[i + 2], a[3] += x[i + 3];
-                for (; i < S; i++) a[i % 4] += x[i];
+                sum_lanes((const float *)src->data + n * src->stride[0] + c * src->stride[1], S, a);
             }
             for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
         }
@@ -595,7 +603,7 @@ static void sums_task(void *arg, int tid, int nthreads) {
                     for (int64_t p0 = 0; p0 < S; p0 += WIDE16) {
                         const int64_t r = S - p0 < WIDE16 ? S - p0 : WIDE16;
                         cv(r, d + n * src->stride[0] + c * src->stride[1] + p0, tmp, 1);
-                        for (int64_t i = 0; i < r; i++) a[i % 4] += tmp[i]; /* p0 is a multiple of 4 */
+                        sum_lanes(tmp, r, a); /* p0 is a multiple of 4 */
                     }
                 for (int l = 0; l < 4; l++) lane[l * C + c] = a[l];
             }

@@ -383,6 +383,42 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
     p->pad_begin[0] = p->pad_begin[1] = p->pad_end[0] = p->pad_end[1] = 1;
 }
 
+/* Winograd's weight transform on 16-bit weights, which it widens a run at a time: in OIHW
+ * (ncx) a row's or column's run is a few hundred elements, widened whole; in OHWI (nxc) with
+ * 600 input channels the forward's column run spans 8 x 600 + 128 elements and the backward's
+ * row run 8 x 600 + 16, past the widening buffer (4 x 128 x 9), so those are read element by
+ * element. Forward and backward-data (the directions that transform weights) against the
+ * reference, 1 and 3 threads bitwise. */
+static void test_winograd_weights16(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", "winograd", &ref, &ctx);
+    uint64_t rng = 91;
+    for (int i = 0; i < 4; i++) {
+        nconv_problem p;
+        same_3x3(&p, 1, 600, 20, 5, 6);
+        p.dtype = i / 2 ? NCONV_BF16 : NCONV_F16;
+        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        char desc[512] = "";
+        nconv_problem_to_desc(&p, desc, sizeof desc);
+        operands r, a, b;
+        operands_make3(&r, &a, &b, &p, layout, &rng);
+        operands *o[3] = {&r, &a, &b};
+        for (int k = 0; k < 3; k++) {
+            o[k]->epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+            nconv_context_set_threads(ctx, k == 2 ? 3 : 1);
+            CHECK(run_wino(k ? ctx : ref, &p, o[k], 0) == NCONV_OK, "%s on %s: %s", k ? "winograd" : "ref", desc,
+                  nconv_last_error());
+        }
+        const double tol = tolerance(p.dtype), ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype);
+        CHECK(ey <= tol && ex <= tol, "winograd on %s (layout %d): y err %g, dx err %g", desc, layout, ey, ex);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+              "winograd on %s: results differ between 1 and 3 threads", desc);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* Winograd against igemm (itself checked against the reference above; the
  * reference would take seconds here), and the same bits for 1, 2 and 3
  * threads (bwd_w's two slices of tiles run one after the other on one thread,
@@ -1190,6 +1226,7 @@ int main(void) {
     test_split();
     test_f64();
     test_winograd();
+    test_winograd_weights16();
     test_winograd_blocks();
     test_winograd_slices();
     test_winograd_nonfinite();

@@ -141,6 +141,22 @@ typedef struct row_scratch {
 } row_scratch;
 _Static_assert(sizeof(int64_t) == sizeof(const float *), "row_scratch.ao shares a's memory");
 
+/* Rows [i0, i1) of a row block starting at r0, columns [c0, c1), narrowed from cbuf into the
+ * 16-bit channels-last output (rows ldb apart in cbuf, at co in the output). */
+static void narrow_rows(const row_ctx *rc, const row_scratch *sc, int64_t r0, int64_t i0, int64_t i1, int64_t c0,
+                        int64_t c1) {
+    const int64_t ldb = rc->g.panels * NR, n = i1 - i0;
+    const int64_t *co = sc->co + (i0 - r0);
+    const float *cb = sc->cbuf + (i0 - r0) * ldb;
+    /* Rows ldb apart in the output, each at least one row after the last: with the first
+     * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
+    const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+    if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
+        rc->cv(n * ldb, cb, rc->dst16 + co[0], 0);
+    else
+        for (int64_t i = 0; i < n; i++) rc->cv(c1 - c0, cb + i * ldb + c0, rc->dst16 + co[i] + c0, 0);
+}
+
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scratch *sc) {
     const float **a = sc->a, **pa = sc->pa;
@@ -182,6 +198,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     const int pack = g->pack_a || rc->src16; /* A packed per reduction block from ao, else read through a */
     for (int64_t i = 0; !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
     for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
+    const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
+    int narrow_tiles = 0; /* 16-bit outputs narrowed tile by tile in the last reduction block */
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -219,6 +237,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
             const int64_t pstep = tile_outer ? p1 - p0 : 2;
+            /* A tile's every column done at once: its rows narrowed while they are in L1. */
+            narrow_tiles = last && tile_outer && rc->dst16 && !rc->planes16;
             for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
                 const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
@@ -230,6 +250,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
                                     j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR, j->ks * g->kc * NR, cp,
                                     first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
+                    if (narrow_tiles) narrow_rows(rc, sc, r0, r0 + tile * MR, r0 + tile * MR + mr, q0 * NR, c1);
                 }
             }
             continue;
@@ -269,7 +290,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         }
     }
     if (rc->planes16) { /* the block's columns [c0, c1) transposed, a run of pixels of one image at a time */
-        const int64_t c0 = p0 * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
+        const int64_t c0 = p0 * NR;
         float tmp[NR * PLANE_RUN];
         for (int64_t i = r0; i < r1;) {
             const int64_t img = i / rc->S, px = i % rc->S;
@@ -284,16 +305,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
             i += run;
         }
-    } else if (rc->dst16) { /* the block's rows, its columns [c0, c1), narrowed into the output */
-        const int64_t c0 = p0 * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols, n = r1 - r0;
-        /* Rows ldb apart in the output, each at least one row after the last: with the first
-         * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
-        const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
-        if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
-            rc->cv(n * ldb, sc->cbuf, rc->dst16 + co[0], 0);
-        else
-            for (int64_t i = r0; i < r1; i++)
-                rc->cv(c1 - c0, sc->cbuf + (i - r0) * ldb + c0, rc->dst16 + co[i - r0] + c0, 0);
+    } else if (rc->dst16 && !narrow_tiles) { /* the block's rows, its columns [c0, c1), narrowed into the output */
+        narrow_rows(rc, sc, r0, r0, r1, p0 * NR, c1);
     }
 }
 

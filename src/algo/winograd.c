@@ -42,6 +42,7 @@ enum { BLOCK_BYTES = 384 << 10 };  /* V and M of a tile block */
 enum { MAX_T = 120, MAX_KD = 64 }; /* tiles per block; depth taps */
 enum { KB = 128 };                 /* weight transform: reduction channels read together */
 enum { PF_ROWS = 4 };              /* weight transform: rows read ahead when rows are the far dimension */
+enum { WIDE_W = 4 * KB * 9 };      /* weight transform: floats of a 16-bit run widened at once */
 
 static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     const char *why = NULL;
@@ -137,6 +138,9 @@ static int64_t wide_floats(const nconv_core *c, const wgeo *g) {
     return nconv__is_16bit(c->dt) ? XI * g->K + 16 * g->cpanels * NR : 0;
 }
 
+/* Per thread: wt_task's KB x 9 x NR floats, then a run of 16-bit weights widened. */
+static size_t wt_scratch(nconv_dtype dt) { return sizeof(float) * (KB * 9 * NR + (nconv__is_16bit(dt) ? WIDE_W : 0)); }
+
 typedef struct ws_sizes {
     size_t src, dst, u, org, zero, init, shares, scratch; /* scratch: per thread */
 } ws_sizes;
@@ -157,7 +161,7 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, int threads, unsig
     s->shares = sizeof(nconv_share) * (size_t)threads;
     s->scratch = sizeof(float) * (size_t)(XI * g.T * (g.KD * g.ldv + g.ldm) + 8 + wide_floats(c, &g)) +
                  sizeof(float *) * (size_t)(g.KD * g.T + nconv__div_up(g.T, MR) * g.KD * MR + XI + 16);
-    if (s->scratch < sizeof(float) * KB * 9 * NR) s->scratch = sizeof(float) * KB * 9 * NR; /* wt_task's */
+    if (s->scratch < wt_scratch(c->dt)) s->scratch = wt_scratch(c->dt);
     return nconv__ws_round(s->src) + nconv__ws_round(s->dst) + nconv__ws_round(s->u) + nconv__ws_round(s->org) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->init) + nconv__ws_round(s->shares) +
            (size_t)threads * nconv__ws_round(s->scratch);
@@ -173,13 +177,26 @@ typedef struct wt_ctx {
     int64_t p0;      /* first panel of the chunk */
     float *u;        /* [xi][cpanels][kd][k][NR] */
     int *finite;     /* per thread */
-    char *scratch;   /* per thread: KB x 9 x NR floats */
+    char *scratch;   /* per thread: KB x 9 x NR floats, then WIDE_W for 16-bit weights */
     size_t scratch_stride;
 } wt_ctx;
 
 /* dst[t * NR] = src[toff[t]] for the nine taps of one weight. */
 static inline void gather9(const float *src, const int64_t *toff, float *dst) {
     for (int t = 0; t < 9; t++) dst[t * NR] = src[toff[t]];
+}
+
+/* The 16-bit weights at base + i * step + toff[t] (i < n, t < 9) widened as one run into wide,
+ * when their span fits it (the runs the f32 loops read are dense but for the taps' gaps):
+ * returns the f32 pointer standing for base + tlo (toff's least), or NULL, when the span does
+ * not fit, to read them element by element. */
+static const float *widen_run(const wt_ctx *wc, int64_t base, int64_t step, int64_t n, int64_t tlo, int64_t thi,
+                              float *wide) {
+    const int64_t reach = (n - 1) * step, lo = base + (reach < 0 ? reach : 0) + tlo,
+                  hi = base + (reach > 0 ? reach : 0) + thi;
+    if (hi - lo + 1 > WIDE_W) return NULL;
+    nconv__convert16(wc->k, wc->w->dt)(hi - lo + 1, (const uint16_t *)wc->w->data + lo, wide, 1);
+    return wide + (base + tlo - lo);
 }
 
 /* Row r = (panel p, depth tap kd, reduction channel k) of U: the weights of
@@ -195,13 +212,17 @@ static void wt_task(void *arg, int tid, int nthreads) {
     const int64_t left = nconv__div_up(g->cols, NR) - wc->p0, panels = left < g->cpanels ? left : g->cpanels;
     const int64_t rows = panels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
     const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
-    int64_t toff[9];
-    for (int64_t t = 0; t < 9; t++) /* bwd_d reads the taps flipped */
+    int64_t toff[9], tlo = INT64_MAX, thi = INT64_MIN, trel[9];
+    for (int64_t t = 0; t < 9; t++) { /* bwd_d reads the taps flipped */
         toff[t] = wc->bwd ? (2 - t / 3) * w->stride[3] + (2 - t % 3) * w->stride[4]
                           : (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
+        tlo = toff[t] < tlo ? toff[t] : tlo, thi = toff[t] > thi ? toff[t] : thi;
+    }
+    for (int64_t t = 0; t < 9; t++) trel[t] = toff[t] - tlo;
     int64_t r0, r1;
     nconv__split(rows, tid, nthreads, &r0, &r1);
     float(*tap)[9 * NR] = (float(*)[9 * NR])(wc->scratch + (size_t)tid * wc->scratch_stride), poison[NR] = {0};
+    float *wide = tap[KB];
     for (int64_t r = r0; r < r1;) {
         /* KB rows of consecutive k at once, each column's weights read in memory order
          * (a column's k x taps is one run in both OIHW and OHWI): one stream at a time
@@ -229,11 +250,20 @@ static void wt_task(void *arg, int tid, int nthreads) {
                     for (int64_t q = 0; q < kb; q++) gather9(wf + l * sj + q * sk, toff, &tap[q][l]);
             }
         } else {
+            /* The same two orders, each row's (column's) run widened first. */
             const int64_t off = base + (wc->p0 + p) * NR * sj;
-            for (int64_t l = 0; l < nl; l++)
-                for (int64_t q = 0; q < kb; q++)
-                    for (int64_t t = 0; t < 9; t++)
-                        tap[q][t * NR + l] = nconv__load_f32(w->data, w->dt, off + l * sj + q * sk + toff[t]);
+            const int rows_first = sj < sk;
+            for (int64_t a = 0; a < (rows_first ? kb : nl); a++) {
+                const int64_t sa = rows_first ? sk : sj, sb = rows_first ? sj : sk, nb = rows_first ? nl : kb;
+                const float *run = widen_run(wc, off + a * sa, sb, nb, tlo, thi, wide);
+                for (int64_t b = 0; b < nb; b++) {
+                    float *dst = rows_first ? &tap[a][b] : &tap[b][a];
+                    if (run) gather9(run + b * sb, trel, dst);
+                    else
+                        for (int64_t t = 0; t < 9; t++)
+                            dst[t * NR] = nconv__load_f32(w->data, w->dt, off + a * sa + b * sb + toff[t]);
+                }
+            }
         }
         for (int64_t q = 0; q < kb; q++)
             for (int64_t l = nl; l < NR; l++)
@@ -843,7 +873,7 @@ static size_t wino_pack_size(const nconv_core *c, nconv_direction dir, int threa
     geometry(c, dir, threads, &g);
     ws_sizes s;
     sizes(c, dir, threads, 0, &s);
-    *scratch = 64 + (size_t)threads * nconv__ws_round(sizeof(float) * KB * 9 * NR); /* 64: the arena's alignment */
+    *scratch = 64 + (size_t)threads * nconv__ws_round(wt_scratch(c->dt)); /* 64: the arena's alignment */
     return (size_t)g.chunks * s.u;
 }
 
@@ -852,7 +882,7 @@ static nconv_status wino_pack(const nconv_exec *e, void *dst) {
     geometry(e->c, e->dir, e->threads, &g);
     ws_sizes s;
     sizes(e->c, e->dir, e->threads, 0, &s);
-    const size_t stride = nconv__ws_round(sizeof(float) * KB * 9 * NR);
+    const size_t stride = nconv__ws_round(wt_scratch(e->c->dt));
     char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * stride);
     if (!scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: scratch too small for winograd's packing");
     int finite[NCONV_MAX_THREADS];
