@@ -28,6 +28,7 @@ typedef struct operands {
     int64_t kc;
     const float *a, *w, *const *rows, *const *brows;
     float *c, *const *crow, *init;
+    uint16_t *const *crow16; /* C rows in 16 bits (np16) */
 } operands;
 
 /* One call of each kernel type, as the framework makes it: mr rows, two panels for np. */
@@ -36,6 +37,9 @@ static void call_f32_igemm(nconv_f32_igemm_fn f, const operands *o, int64_t mr) 
 }
 static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow, o->init, 0);
+}
+static void call_f32_igemm_np16(nconv_f32_igemm_np16_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow16, o->init, NCONV_IGEMM_BF16);
 }
 static void call_f32_igemm_planes(nconv_f32_igemm_planes_fn f, const operands *o, int64_t mr) {
     (void)mr;
@@ -93,8 +97,10 @@ int main(int argc, char **argv) {
     const float **brows = malloc(sizeof(float *) * (size_t)kc);
     for (int64_t k = 0; k < kc; k++) brows[k] = w + k * NCONV_NR;
     float *crow[NCONV_MR];
-    for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r];
-    const operands o = {kc, a, w, rows, brows, c[0], crow, init};
+    static uint16_t c16[NCONV_MR][2 * NCONV_NR];
+    uint16_t *crow16[NCONV_MR];
+    for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r], crow16[r] = c16[r];
+    const operands o = {kc, a, w, rows, brows, c[0], crow, init, crow16};
     /* This VM's clock drifts by tens of percent within seconds: each figure is
      * the best of several rounds, the peak included, so the ratio compares
      * the best each loop reached. */

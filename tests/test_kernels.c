@@ -6,7 +6,8 @@
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
- *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums;
+ *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums,
+ *   igemm_np16 against igemm_np and the scalar narrowing (sweep_igemm_np16);
  * - the depthwise tile kernels of every ISA (sweep_dwtile_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -897,6 +898,61 @@ static void sweep_convert(const nconv_kernels *k, uint64_t *rng) {
     }
 }
 
+/* igemm_np16 against igemm_np narrowed by the scalar conversions: the same bits (a NaN for a
+ * NaN), f16 and bf16, relu or not, one tap and two, partial rows and last panels; columns whose
+ * weights are zero keep their init, one of the conversion's edge cases (subnormals, ties, the
+ * largest finite values, Inf, NaN); nothing written past the last panel's nc_last or row mr. */
+static void sweep_igemm_np16(const nconv_kernels *k, uint64_t *rng) {
+    enum { KC = 29, NP = 3, AOFF = 2, LD = NP * 16 + 4 };
+    static const uint32_t edges[] = {0x00000001u, 0x387fc000u, 0x477ff000u, 0x7f7fffffu, 0x7fc00000u,
+                                     0xff800000u, 0x3f808000u, 0x3f818000u, 0x80000000u, 0x33c00000u,
+                                     0x477fefffu, 0x00400000u};
+    const int64_t ne = sizeof edges / sizeof edges[0];
+    float *a = malloc(sizeof(float) * 2 * 6 * (KC + AOFF)), *w = malloc(sizeof(float) * NP * 2 * KC * 16 + 32);
+    float init[NP * 16], c[6][LD], zero[64] = {0};
+    uint16_t h[6][LD];
+    float *wa = (float *)(((uintptr_t)w + 31) & ~(uintptr_t)31); /* the kernels' packed weights are 32-byte aligned */
+    for (int64_t i = 0; i < 2 * 6 * (KC + AOFF); i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * 2 * KC * 16; i++) wa[i] = i % 4 == 0 ? 0.0f : (float)test_uniform(rng);
+    for (int64_t j = 0; j < NP * 16; j++) {
+        init[j] = (float)test_uniform(rng);
+        if (j % 4 == 0) memcpy(&init[j], &edges[(j / 4) % ne], 4);
+    }
+    const float *ap[2 * 6];
+    for (int64_t i = 0; i < 2 * 6; i++) ap[i] = i == 4 ? zero : a + i * (KC + AOFF);
+    for (int64_t ks = 1; ks <= 2; ks++)
+        for (int64_t mr = 1; mr <= 6; mr++)
+            for (int64_t np = 1; np <= NP; np++)
+                for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                    for (int f = 0; f < 4; f++) {
+                        const int relu = f & 1 ? NCONV_IGEMM_RELU : 0, bf16 = f & 2;
+                        float *cr[6];
+                        uint16_t *hr[6];
+                        for (int r = 0; r < 6; r++) cr[r] = c[r], hr[r] = h[r];
+                        k->igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, cr, init, relu);
+                        memset(h, 0xab, sizeof h);
+                        k->igemm_np16(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, hr, init,
+                                      relu | (bf16 ? NCONV_IGEMM_BF16 : 0));
+                        int64_t bad = -1;
+                        for (int64_t i = 0; i < 6 * LD && bad < 0; i++) {
+                            const int64_t r = i / LD, j = i % LD;
+                            const uint16_t got = h[r][j];
+                            if (r >= mr || j >= (np - 1) * 16 + nc_last) {
+                                if (got != 0xabab) bad = i;
+                                continue;
+                            }
+                            const uint16_t want = bf16 ? nconv__f32_to_bf16(c[r][j]) : nconv__f32_to_f16(c[r][j]);
+                            const int nan_w = bf16 ? (want & 0x7fff) > 0x7f80 : (want & 0x7fff) > 0x7c00;
+                            const int nan_g = bf16 ? (got & 0x7fff) > 0x7f80 : (got & 0x7fff) > 0x7c00;
+                            if (nan_w ? !nan_g : got != want) bad = i;
+                        }
+                        CHECK(bad < 0, "%s igemm_np16 %s ks %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
+                              k->name, bf16 ? "bf16" : "f16", (long long)ks, (long long)mr, (long long)np,
+                              (long long)nc_last, relu, (long long)(bad / LD), (long long)(bad % LD));
+                    }
+    free(a), free(w);
+}
+
 int main(void) {
     uint64_t krng = 77;
     check_tables();
@@ -914,6 +970,7 @@ int main(void) {
         sweep_chsum(k, &krng);
         sweep_transpose(k, &krng);
         sweep_igemm_np(k, &krng);
+        sweep_igemm_np16(k, &krng);
         sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);
         sweep_gemm_ib7_np(k, &krng);

@@ -199,7 +199,12 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     for (int64_t i = 0; !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
     for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
-    int narrow_tiles = 0; /* 16-bit outputs narrowed tile by tile in the last reduction block */
+    /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
+     * is one block, else summed in cbuf and narrowed tile by tile in the last block (or, with
+     * the tiles streaming past the panels, after the block). */
+    const int direct16 = rc->dst16 && !rc->planes16 && g->kchunk >= g->kc;
+    const int flags16 = rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0);
+    int narrow_tiles = 0;
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -237,18 +242,24 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
             const int64_t pstep = tile_outer ? p1 - p0 : 2;
-            /* A tile's every column done at once: its rows narrowed while they are in L1. */
-            narrow_tiles = last && tile_outer && rc->dst16 && !rc->planes16;
+            narrow_tiles = last && tile_outer && rc->dst16 && !rc->planes16 && !direct16;
             for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
                 const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                     if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
+                    const float *const *at = ap + tile * j->ks * MR, *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
+                    if (direct16) {
+                        uint16_t *cp[MR];
+                        for (int64_t r = 0; r < MR; r++) cp[r] = rc->dst16 + co[tile * MR + (r < mr ? r : 0)] + q0 * NR;
+                        rc->k->igemm_np16(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR,
+                                          cp, rc->init + (j->g * g->panels + q0) * NR, flags16);
+                        continue;
+                    }
                     float *cp[MR];
                     for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
-                    rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, ap + tile * j->ks * MR, a_off, rc->zero,
-                                    j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR, j->ks * g->kc * NR, cp,
+                    rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, cp,
                                     first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
                     if (narrow_tiles) narrow_rows(rc, sc, r0, r0 + tile * MR, r0 + tile * MR + mr, q0 * NR, c1);
                 }
@@ -305,7 +316,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
             i += run;
         }
-    } else if (rc->dst16 && !narrow_tiles) { /* the block's rows, its columns [c0, c1), narrowed into the output */
+    } else if (rc->dst16 && !direct16 && !narrow_tiles) { /* the block's rows, columns [c0, c1), into the output */
         narrow_rows(rc, sc, r0, r0, r1, p0 * NR, c1);
     }
 }

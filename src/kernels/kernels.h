@@ -31,7 +31,7 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
  * next tile's rows follow them (6 x that spacing on); the np kernel may
  * prefetch them for writing. It never changes a result.
  */
-enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4 };
+enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4, NCONV_IGEMM_BF16 = 8 };
 /* For the kernels: the six rows of tap row set a as a0 .. a5, each a_off channels in (a
  * reduction block), the zero row left as it is. */
 #define NCONV_IGEMM_ROWS(a)                                                                              \
@@ -53,6 +53,17 @@ typedef void nconv_f32_igemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64
                                       const float *const *a, int64_t a_off, const float *zero, const float *w,
                                       int64_t ws, float *const *c, const float *init, int flags);
 typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
+
+/*
+ * igemm_np into 16-bit rows: the same sums, bit for bit, narrowed as they are stored (as
+ * convert16 narrows: round to nearest even, NaN kept quiet) to bf16 with NCONV_IGEMM_BF16, else
+ * to f16. init is required (the whole reduction in one call); NCONV_IGEMM_RELU applies, the
+ * store hints (STREAM, PREFETCH) are not taken.
+ */
+typedef void nconv_f32_igemm_np16_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                        const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                        int64_t ws, uint16_t *const *c, const float *init, int flags);
+typedef nconv_f32_igemm_np16_t *nconv_f32_igemm_np16_fn;
 
 /*
  * The same reduction for a whole tile of 6 rows and np column panels (as
@@ -227,7 +238,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
  * portable table, and into the AVX2 and AVX-512 tables the function of the ISA those
  * columns name (avx2 or avx512; NONE: the slot is empty, NULL). Kernels live in
  * src/kernels/{generic,x86_avx2,x86_avx512}/, a file per kernel or per set of variants
- * of one, named for it (f32_igemm_6x16.c: the tile and its np and planes variants;
+ * of one, named for it (f32_igemm_6x16.c: the tile and its np, np16 and planes variants;
  * f32_wino_4x3.c: the F(4x4, 3x3) transforms). The declarations below, the tables
  * (registry.c), kernel_bench's rows and test_kernels' check of the tables come from
  * these lists: adding a kernel is a line here and its code for each ISA.
@@ -235,6 +246,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 #define NCONV_GEMM_KERNELS(X)                                                   \
     X(igemm, f32_igemm, f32_igemm_6x16, avx2, avx512)                           \
     X(igemm_np, f32_igemm_np, f32_igemm_6x16_np, avx2, avx512)                  \
+    X(igemm_np16, f32_igemm_np16, f32_igemm_6x16_np16, avx2, avx512)            \
     X(igemm_planes, f32_igemm_planes, f32_igemm_6x16_planes, avx2, avx512)      \
     X(gemm_ib, f32_gemm_ib, f32_gemm_ib_6x16, avx2, avx512)                     \
     X(gemm_ib_np, f32_gemm_ib_np, f32_gemm_ib_6x16_np, avx2, avx512)            \

@@ -1,4 +1,5 @@
 /* Indirect GEMM micro-kernel, 6 x 16, portable C (contract in ../kernels.h). */
+#include "../../internal.h"
 #include "../kernels.h"
 
 #include <stddef.h>
@@ -43,5 +44,22 @@ void nconv_f32_igemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, i
         for (int64_t r = 0; r < 6; r++) rows[r] = (r < mr ? c[r] : c[0]) + q * 16;
         nconv_f32_igemm_6x16__generic(mr, q + 1 < np ? 16 : nc_last, kc, ks, a, a_off, zero, w + q * ws, rows,
                                       init ? init + q * 16 : NULL, flags);
+    }
+}
+
+void nconv_f32_igemm_6x16_np16__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                        const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                        int64_t ws, uint16_t *const *c, const float *init, int flags) {
+    for (int64_t q = 0; q < np; q++) {
+        const int64_t nc = q + 1 < np ? 16 : nc_last;
+        float tile[6][16];
+        float *rows[6];
+        for (int r = 0; r < 6; r++) rows[r] = tile[r];
+        nconv_f32_igemm_6x16__generic(mr, nc, kc, ks, a, a_off, zero, w + q * ws, rows, init + q * 16,
+                                      flags & NCONV_IGEMM_RELU);
+        for (int64_t r = 0; r < mr; r++)
+            for (int64_t j = 0; j < nc; j++)
+                c[r][q * 16 + j] =
+                    flags & NCONV_IGEMM_BF16 ? nconv__f32_to_bf16(tile[r][j]) : nconv__f32_to_f16(tile[r][j]);
     }
 }

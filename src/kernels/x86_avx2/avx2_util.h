@@ -11,6 +11,26 @@ static inline __m256i nconv__avx2_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Eight f32 lanes narrowed to bf16: round to nearest even on the dropped half, NaN kept quiet
+ * (the scalar conversion's bits). */
+static inline __m128i nconv__avx2_to_bf16(__m256 f) {
+    const __m256i x = _mm256_castps_si256(f);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i r =
+        _mm256_blendv_epi8(rounded, _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)), nan);
+    /* 32 -> 16 bits: pack within each 128-bit half, then put the halves in order */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+
+/* Eight f32 lanes narrowed to bf16 (bf16 != 0) or f16 (F16C), round to nearest even. */
+static inline __m128i nconv__avx2_to_16bit(__m256 f, int bf16) {
+    return bf16 ? nconv__avx2_to_bf16(f) : _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
 /* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */
 static inline void nconv__avx2_store_planes(float *c, int64_t ldc, int64_t nc, __m256 r0, __m256 r1, __m256 r2,
                                             __m256 r3, __m256 r4, __m256 r5) {

@@ -7,6 +7,8 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
+#include <string.h>
+
 /* kc steps of the reduction from the rows a0 .. a5 and the packed weights w
  * into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1). */
 #define IGEMM_KLOOP()                                                                                    \
@@ -71,6 +73,31 @@ static inline void store_tile(float *const *c, int64_t o, int64_t mr, int64_t nc
 #undef STORE_ROWS
 }
 
+/* A row's two halves of 8 sums narrowed into 16-bit c, columns j < nc. */
+static inline void store_row16(uint16_t *c, int64_t nc, __m256 lo, __m256 hi, int flags) {
+    const int bf16 = flags & NCONV_IGEMM_BF16;
+    const __m128i l = nconv__avx2_to_16bit(lo, bf16), h = nconv__avx2_to_16bit(hi, bf16);
+    if (nc == 16) {
+        _mm_storeu_si128((__m128i *)c, l), _mm_storeu_si128((__m128i *)(c + 8), h);
+        return;
+    }
+    uint16_t t[16];
+    _mm_storeu_si128((__m128i *)t, l), _mm_storeu_si128((__m128i *)(t + 8), h);
+    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
+}
+
+/* store_tile into 16-bit rows (np16). */
+static inline void store_tile16(uint16_t *const *c, int64_t o, int64_t mr, int64_t nc, int flags, __m256 c00,
+                                __m256 c01, __m256 c10, __m256 c11, __m256 c20, __m256 c21, __m256 c30, __m256 c31,
+                                __m256 c40, __m256 c41, __m256 c50, __m256 c51) {
+    store_row16(c[0] + o, nc, c00, c01, flags);
+    if (mr > 1) store_row16(c[1] + o, nc, c10, c11, flags);
+    if (mr > 2) store_row16(c[2] + o, nc, c20, c21, flags);
+    if (mr > 3) store_row16(c[3] + o, nc, c30, c31, flags);
+    if (mr > 4) store_row16(c[4] + o, nc, c40, c41, flags);
+    if (mr > 5) store_row16(c[5] + o, nc, c50, c51, flags);
+}
+
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                 int64_t a_off, const float *zero, const float *w, float *const *c, const float *init,
                                 int flags) {
@@ -96,11 +123,15 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 }
 
 /* All column panels of a tile in one call: the per-call set-up (A rows,
- * C rows, the framework's loop) once per tile, not per panel. */
-void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
-                                   const float *const *a, int64_t a_off, const float *zero, const float *w,
-                                   int64_t ws, float *const *c, const float *init, int flags) {
-    if (!init) { /* accumulating reduction blocks are long: the per-call set-up matters little */
+ * C rows, the framework's loop) once per tile, not per panel. Into f32 rows c
+ * or, when to16, 16-bit rows c16 (then init is set); inlined into each
+ * kernel, where to16 is known, so each keeps one store path. */
+static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t np, int64_t nc_last, int64_t kc,
+                                                             int64_t ks, const float *const *a, int64_t a_off,
+                                                             const float *zero, const float *w, int64_t ws,
+                                                             float *const *c, uint16_t *const *c16, int to16, const float *init,
+                                                             int flags) {
+    if (!init && !to16) { /* accumulating reduction blocks are long: the per-call set-up matters little */
         for (int64_t q = 0; q < np; q++) {
             float *cq[6];
             for (int r = 0; r < 6; r++) cq[r] = c[r] + q * 16;
@@ -113,7 +144,7 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
     const float *const w0 = w;
     /* Outputs far larger than the caches, written with plain stores: each one
      * would miss for ownership in turn. */
-    const int64_t next_tile = flags & NCONV_IGEMM_PREFETCH ? 6 * (c[1] - c[0]) : 0;
+    const int64_t next_tile = !to16 && (flags & NCONV_IGEMM_PREFETCH) ? 6 * (c[1] - c[0]) : 0;
 /* Column panel q: its initial values, the reduction, relu, the store, the next tile's lines. */
 #define NP_PANEL(reduce)                                                                                          \
     do {                                                                                                          \
@@ -122,9 +153,13 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
         c01 = c11 = c21 = c31 = c41 = c51 = _mm256_loadu_ps(init + q * 16 + 8);                                   \
         reduce;                                                                                                   \
         IGEMM_RELU();                                                                                             \
-        store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31, c40, \
-                   c41, c50, c51);                                                                                \
-        if (next_tile)                                                                                            \
+        if (to16)                                                                                                  \
+            store_tile16(c16, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30,    \
+                         c31, c40, c41, c50, c51);                                                                \
+        else                                                                                                      \
+            store_tile(c, q * 16, mr, q + 1 < np ? 16 : nc_last, flags, c00, c01, c10, c11, c20, c21, c30, c31,   \
+                       c40, c41, c50, c51);                                                                       \
+        if (!to16 && next_tile)                                                                                    \
             for (int r = 0; r < 6; r++) __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);                      \
     } while (0)
     if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
@@ -140,6 +175,18 @@ void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int6
         NP_PANEL(IGEMM_REDUCE());
     }
 #undef NP_PANEL
+}
+
+void nconv_f32_igemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                   const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                   int64_t ws, float *const *c, const float *init, int flags) {
+    all_panels(mr, np, nc_last, kc, ks, a, a_off, zero, w, ws, c, NULL, 0, init, flags);
+}
+
+void nconv_f32_igemm_6x16_np16__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                     const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                     int64_t ws, uint16_t *const *c, const float *init, int flags) {
+    all_panels(mr, np, nc_last, kc, ks, a, a_off, zero, w, ws, NULL, c, 1, init, flags);
 }
 
 void nconv_f32_igemm_6x16_planes__avx2(int64_t np, int64_t nc_last, int64_t kc, int64_t ks, const float *const *a,

@@ -17,6 +17,24 @@ static inline __m256 nconv__avx512_hi(__m512 v) {
     return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
+/* Sixteen f32 lanes narrowed to bf16: round to nearest even on the dropped half, NaN kept quiet
+ * (the scalar conversion's bits; not VCVTNEPS2BF16, which treats subnormal inputs as zero). */
+static inline __m256i nconv__avx512_to_bf16(__m512 f) {
+    const __m512i x = _mm512_castps_si512(f);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i half = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(half, odd), 16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+/* Sixteen f32 lanes narrowed to bf16 (bf16 != 0) or f16, round to nearest even. */
+static inline __m256i nconv__avx512_to_16bit(__m512 f, int bf16) {
+    return bf16 ? nconv__avx512_to_bf16(f) : _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
 /*
  * The 6 x 16 tiles of the AVX-512 kernels split each reduction in two:
  * even k into one set of six accumulators, odd k into another, summed at the

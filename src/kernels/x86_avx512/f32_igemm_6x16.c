@@ -8,6 +8,8 @@
 #include "../x86_avx2/avx2_util.h"
 #include "avx512_util.h"
 
+#include <string.h>
+
 /* The accumulators: e (even k) and o (odd k) of rows 0-5. */
 #define ACC_DECL __m512 e0, e1, e2, e3, e4, e5, o0, o1, o2, o3, o4, o5
 
@@ -80,12 +82,38 @@ static inline void store_tile(float *const *c, int64_t o, int64_t mr, int64_t nc
     if (mr > 5) _mm512_mask_storeu_ps(c[5] + o, m, e5);
 }
 
-void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
-                                  int64_t a_off, const float *zero, const float *w, float *const *c,
-                                  const float *init, int flags) {
+/* A row of 16 sums narrowed into 16-bit c, columns j < nc (AVX-512F has no masked 16-bit stores). */
+static inline void store_row16(uint16_t *c, int64_t nc, __m512 v, int flags) {
+    const __m256i h = nconv__avx512_to_16bit(v, flags & NCONV_IGEMM_BF16);
+    if (nc == 16) {
+        _mm256_storeu_si256((__m256i *)c, h);
+        return;
+    }
+    uint16_t t[16];
+    _mm256_storeu_si256((__m256i *)t, h);
+    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
+}
+
+/* store_tile into 16-bit rows (np16). */
+static inline void store_tile16(uint16_t *const *c, int64_t o, int64_t mr, int64_t nc, int flags, __m512 e0,
+                                __m512 e1, __m512 e2, __m512 e3, __m512 e4, __m512 e5) {
+    store_row16(c[0] + o, nc, e0, flags);
+    if (mr > 1) store_row16(c[1] + o, nc, e1, flags);
+    if (mr > 2) store_row16(c[2] + o, nc, e2, flags);
+    if (mr > 3) store_row16(c[3] + o, nc, e3, flags);
+    if (mr > 4) store_row16(c[4] + o, nc, e4, flags);
+    if (mr > 5) store_row16(c[5] + o, nc, e5, flags);
+}
+
+/* One panel into f32 rows c or, when to16, 16-bit rows c16 (then init is set). Inlined
+ * into each kernel, where to16 is known, so each keeps one store path. */
+static inline __attribute__((always_inline)) void one_panel(int64_t mr, int64_t nc, int64_t kc, int64_t ks,
+                                                            const float *const *a, int64_t a_off, const float *zero,
+                                                            const float *w, float *const *c, uint16_t *const *c16,
+                                                            int to16, const float *init, int flags) {
     ACC_DECL;
     o0 = o1 = o2 = o3 = o4 = o5 = _mm512_setzero_ps();
-    if (init) {
+    if (to16 || init) { /* np16 always starts from init */
         e0 = e1 = e2 = e3 = e4 = e5 = _mm512_loadu_ps(init);
     } else { /* accumulate onto C; masked loads of rows past mr read nothing */
         const __mmask16 m = nconv__avx512_mask(nc);
@@ -98,7 +126,14 @@ void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks
     }
     IGEMM_REDUCE();
     IGEMM_FINISH();
-    store_tile(c, 0, mr, nc, flags, e0, e1, e2, e3, e4, e5);
+    if (to16) store_tile16(c16, 0, mr, nc, flags, e0, e1, e2, e3, e4, e5);
+    else store_tile(c, 0, mr, nc, flags, e0, e1, e2, e3, e4, e5);
+}
+
+void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
+                                  int64_t a_off, const float *zero, const float *w, float *const *c,
+                                  const float *init, int flags) {
+    one_panel(mr, nc, kc, ks, a, a_off, zero, w, c, NULL, 0, init, flags);
 }
 
 /* Two column panels at once: each broadcast of A feeds both, so loads per FMA
@@ -144,19 +179,21 @@ void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks
     }
 
 /* All column panels of a tile in one call (the per-call set-up of a short
- * reduction), two at a time. */
-void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
-                                     const float *const *a, int64_t a_off, const float *zero, const float *w,
-                                     int64_t ws, float *const *c, const float *init, int flags) {
+ * reduction), two at a time; into f32 rows c or 16-bit rows c16, as one_panel. */
+static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t np, int64_t nc_last, int64_t kc,
+                                                             int64_t ks, const float *const *a, int64_t a_off,
+                                                             const float *zero, const float *w, int64_t ws,
+                                                             float *const *c, uint16_t *const *c16, int to16, const float *init,
+                                                             int flags) {
     const float *const *const at = a;
     const float *const w0 = w;
-    const int64_t next_tile = flags & NCONV_IGEMM_PREFETCH ? 6 * (c[1] - c[0]) : 0;
+    const int64_t next_tile = !to16 && (flags & NCONV_IGEMM_PREFETCH) ? 6 * (c[1] - c[0]) : 0;
     int64_t q = 0;
     for (; q + 1 < np; q += 2) {
         ACC_DECL;
         __m512 f0, f1, f2, f3, f4, f5, p0, p1, p2, p3, p4, p5;
         o0 = o1 = o2 = o3 = o4 = o5 = p0 = p1 = p2 = p3 = p4 = p5 = _mm512_setzero_ps();
-        if (init) {
+        if (to16 || init) {
             e0 = e1 = e2 = e3 = e4 = e5 = _mm512_loadu_ps(init + q * 16);
             f0 = f1 = f2 = f3 = f4 = f5 = _mm512_loadu_ps(init + q * 16 + 16);
         } else { /* accumulate onto C; masked loads of rows past mr read nothing */
@@ -180,25 +217,43 @@ void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, in
             IGEMM_REDUCE2();
         }
         IGEMM_FINISH();
-        store_tile(c, q * 16, mr, 16, flags, e0, e1, e2, e3, e4, e5);
+        if (to16) store_tile16(c16, q * 16, mr, 16, flags, e0, e1, e2, e3, e4, e5);
+        else store_tile(c, q * 16, mr, 16, flags, e0, e1, e2, e3, e4, e5);
         e0 = f0, e1 = f1, e2 = f2, e3 = f3, e4 = f4, e5 = f5;
         o0 = p0, o1 = p1, o2 = p2, o3 = p3, o4 = p4, o5 = p5;
         IGEMM_FINISH();
-        store_tile(c, q * 16 + 16, mr, q + 2 < np ? 16 : nc_last, flags, e0, e1, e2, e3, e4, e5);
+        if (to16) store_tile16(c16, q * 16 + 16, mr, q + 2 < np ? 16 : nc_last, flags, e0, e1, e2, e3, e4, e5);
+        else store_tile(c, q * 16 + 16, mr, q + 2 < np ? 16 : nc_last, flags, e0, e1, e2, e3, e4, e5);
         if (next_tile)
             for (int r = 0; r < 6; r++) {
                 __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);
                 __builtin_prefetch(c[r] + q * 16 + 16 + next_tile, 1, 3);
             }
     }
-    if (q < np) {
+    if (q < np && to16) {
+        uint16_t *cq[6];
+        for (int r = 0; r < 6; r++) cq[r] = c16[r] + q * 16;
+        one_panel(mr, nc_last, kc, ks, at, a_off, zero, w0 + q * ws, NULL, cq, 1, init + q * 16, flags);
+    } else if (q < np) {
         float *cq[6];
         for (int r = 0; r < 6; r++) cq[r] = c[r] + q * 16;
-        nconv_f32_igemm_6x16__avx512(mr, nc_last, kc, ks, at, a_off, zero, w0 + q * ws, cq, init ? init + q * 16 : NULL,
-                                     flags & ~NCONV_IGEMM_PREFETCH);
+        one_panel(mr, nc_last, kc, ks, at, a_off, zero, w0 + q * ws, cq, NULL, 0, init ? init + q * 16 : NULL,
+                  flags & ~NCONV_IGEMM_PREFETCH);
         if (next_tile)
             for (int r = 0; r < 6; r++) __builtin_prefetch(c[r] + q * 16 + next_tile, 1, 3);
     }
+}
+
+void nconv_f32_igemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                     const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                     int64_t ws, float *const *c, const float *init, int flags) {
+    all_panels(mr, np, nc_last, kc, ks, a, a_off, zero, w, ws, c, NULL, 0, init, flags);
+}
+
+void nconv_f32_igemm_6x16_np16__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                       const float *const *a, int64_t a_off, const float *zero, const float *w,
+                                       int64_t ws, uint16_t *const *c, const float *init, int flags) {
+    all_panels(mr, np, nc_last, kc, ks, a, a_off, zero, w, ws, NULL, c, 1, init, flags);
 }
 
 /* The 16 channels of a finished tile into their planes (channel j at c + j * ldc), j < nc. */
