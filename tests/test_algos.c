@@ -962,9 +962,10 @@ static void test_depthwise(void) {
 
 /* igemm_cols, backward-data for thin input channels: the heuristic's choice for bwd_d (checked)
  * of 1D and 2D layers of 1-8 input channels, plain and transposed (its forward is the core
- * bwd_d, with bias and relu in the column path's epilogue), every layout, against the reference;
- * the same bits for 1 and 3 threads; an infinite weight is declined and goes on to gemm, with
- * the reference's NaN / Inf pattern. */
+ * bwd_d, with bias and relu in the column path's epilogue), every layout, f32, f16 and bf16
+ * (16-bit channels-last dy read in place, a tile's rows widened), against the reference; the
+ * same bits for 1 and 3 threads; an infinite weight is declined and goes on to gemm, with the
+ * reference's NaN / Inf pattern. */
 static void test_cols(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
@@ -972,10 +973,14 @@ static void test_cols(void) {
     /* ndims, C, O, spatial size, kernel, stride, padding, transposed */
     const int64_t cases[][8] = {{1, 1, 32, 200, 10, 5, 0, 0}, {2, 3, 24, 29, 7, 2, 3, 0}, {2, 8, 16, 12, 5, 1, 2, 0},
                                 {2, 2, 16, 15, 5, 3, 2, 0}, {2, 16, 4, 9, 4, 2, 1, 1}, {1, 32, 2, 40, 3, 1, 1, 1}};
-    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
+    for (int ii = 0; ii < 3 * ncases; ii++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_STRIDED; layout++) {
+            const int i = ii % ncases;
             nconv_problem p;
             nconv_problem_init(&p, (int)cases[i][0]);
+            p.dtype = dts[ii / ncases];
             p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.transposed = (int)cases[i][7];
             for (int d = 0; d < p.ndims; d++) {
                 p.in_size[d] = cases[i][3] + d, p.kernel[d] = cases[i][4], p.stride[d] = cases[i][5];
@@ -996,14 +1001,15 @@ static void test_cols(void) {
             for (int o = 0; o < 2; o++) {
                 if (special) {
                     const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
-                    CHECK(bad < 0, "cols case %d layout %d: %s[%lld] differs in class from the reference", i, layout,
+                    CHECK(bad < 0, "cols case %d dtype %d layout %d: %s[%lld] differs in class from the reference", i, p.dtype, layout,
                           outs[o].n, (long long)bad);
                 } else {
                     const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
-                    CHECK(e <= tolerance(p.dtype), "cols case %d layout %d: %s err %g", i, layout, outs[o].n, e);
+                    CHECK(e <= tolerance(p.dtype), "cols case %d dtype %d layout %d: %s err %g", i, p.dtype, layout, outs[o].n,
+                          e);
                 }
                 CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
-                      "cols case %d layout %d: %s differs between 1 and 3 threads", i, layout, outs[o].n);
+                      "cols case %d dtype %d layout %d: %s differs between 1 and 3 threads", i, p.dtype, layout, outs[o].n);
             }
             operands_free(&r), operands_free(&a), operands_free(&b);
         }

@@ -189,7 +189,9 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
         const int64_t q = g.KS * g.Cg, wb = nconv__div_up(q, NR) * NR, wa = nconv__div_up(q, MR) * MR;
         const size_t wq = sizeof(float) * (size_t)((wb > wa ? wb : wa) * g.Og);
         if (wq > s->packed) s->packed = wq;
-        const size_t rows = sizeof(float *) * (size_t)g.Og; /* NCHW dy: a plane row pointer per output channel */
+        /* NCHW dy: a plane row pointer per output channel; 16-bit dy: a tile's rows widened */
+        const size_t rows = nconv__is_16bit(c->dt) ? sizeof(float *) * MR + sizeof(float) * (size_t)(MR * c->O)
+                                : sizeof(float *) * (size_t)g.Og;
         if (rows > s->scratch) s->scratch = rows;
     }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
@@ -211,7 +213,7 @@ int nconv__igemm_panel_major(const nconv_core *c, const geo *g) {
 
 int nconv__igemm_reads16(const nconv_core *c, const geo *g, unsigned copies) {
     return nconv__is_16bit(c->dt) && (copies & NCONV_ACTS_NXC) && g->dir != NCONV_DIR_BWD_W && !g->wfold &&
-           !g->dcols && !nconv__igemm_panel_major(c, g);
+           !nconv__igemm_panel_major(c, g);
 }
 
 unsigned nconv__igemm_copies16(const nconv_core *c, const geo *g, unsigned copies) {

@@ -20,6 +20,8 @@ typedef struct cols_ctx {
     const geo *g;
     const nconv_kernels *k;
     const float *dy, *wq, *zero;
+    const uint16_t *dy16;  /* 16-bit channels-last dy read in place (dy NULL): a tile's rows widened */
+    nconv_convert16_fn cv; /* their conversion */
     const nconv_view *dyv; /* NCHW dy planes (dy NULL): col is then transposed, see planes_cols_task */
     float *col;
     int64_t m0, rows;
@@ -63,10 +65,13 @@ static void cols_task(void *arg, int tid, int nthreads) {
     int64_t t0, t1;
     nconv__split(nconv__div_up(cc->rows, MR), tid, nthreads, &t0, &t1);
     const float **a = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
+    float *wide = (float *)(a + MR); /* 16-bit dy: the tile's rows, one after another as in dy */
     for (int64_t tile = t0; tile < t1; tile++) {
-        const int64_t r0 = tile * MR, mr = cc->rows - r0 < MR ? cc->rows - r0 : MR;
+        const int64_t r0 = tile * MR, mr = cc->rows - r0 < MR ? cc->rows - r0 : MR, O = cc->c->O;
         float *cp[MR];
-        for (int64_t r = 0; r < MR; r++) a[r] = cc->dy + (cc->m0 + r0 + (r < mr ? r : 0)) * cc->c->O;
+        if (cc->dy16) cc->cv(mr * O, cc->dy16 + (cc->m0 + r0) * O, wide, 1);
+        for (int64_t r = 0; r < MR; r++)
+            a[r] = cc->dy16 ? wide + (r < mr ? r : 0) * O : cc->dy + (cc->m0 + r0 + (r < mr ? r : 0)) * O;
         for (int64_t j0 = 0, p = 0; j0 < Q; j0 += NR, p++) {
             const int64_t nc = Q - j0 < NR ? Q - j0 : NR;
             for (int64_t r = 0; r < mr; r++) cp[r] = cc->col + (r0 + r) * Q + j0;
@@ -132,9 +137,9 @@ static void scatter_task(void *arg, int tid, int nthreads) {
     }
 }
 
-static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const nconv_view *dyv,
-                       const wsrc *w, float *wq, float *pad, float *col, const float *zero, char *scratch,
-                       size_t scratch_stride, float *dst) {
+static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k, const float *dy, const uint16_t *dy16,
+                       const nconv_view *dyv, const wsrc *w, float *wq, float *pad, float *col, const float *zero,
+                       char *scratch, size_t scratch_stride, float *dst) {
     const nconv_core *c = e->c;
     const int64_t Q = g->KS * g->Cg, M = c->N * g->OS;
     /* wq[q0 / wd][o][wd]: column q = t * Cg + ci, in A tiles of w^T (wd = MR) for NCHW dy, else in
@@ -153,7 +158,8 @@ static void bwd_d_cols(const nconv_exec *e, const geo *g, const nconv_kernels *k
     memset(pad, 0, sizeof(float) * (size_t)(c->N * c->in[0] * c->in[1] * g->iw_pad * g->Cg));
     for (int64_t m0 = 0; m0 < M; m0 += g->col_rows) {
         const int64_t rows = M - m0 < g->col_rows ? M - m0 : g->col_rows;
-        cols_ctx cc = {c, g, k, dy, wq, zero, dyv, col, m0, rows, scratch, scratch_stride};
+        cols_ctx cc = {c,   g,   k,  dy,   wq,   zero, dy16, nconv__convert16(k, c->dt), dyv, col, m0,
+                       rows, scratch, scratch_stride};
         nconv__parallel(e, dyv ? planes_cols_task : cols_task, &cc);
         scatter_ctx sc = {c, g, col, dyv ? 1 : Q, dyv ? rows : 1, pad, dst, m0, rows, 0};
         nconv__parallel(e, scatter_task, &sc);
@@ -207,8 +213,8 @@ static nconv_status cols_run(const nconv_exec *e) {
     float *pad = xb + (copies & NCONV_COPY_X ? c->N * g.IS * c->C : 0);
     if (!col) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm_cols");
     float *dxb = fuse ? dst : xb;
-    bwd_d_cols(e, &g, k, y, dy_planes ? &b.dyv : NULL, &ws_, packed, pad, col, zero, scratch, nconv__ws_round(s.scratch),
-               dxb);
+    bwd_d_cols(e, &g, k, y, b.src16, dy_planes ? &b.dyv : NULL, &ws_, packed, pad, col, zero, scratch,
+               nconv__ws_round(s.scratch), dxb);
     if (fuse && epi && (epi->bias || epi->relu)) { /* the transposed forward's bias and relu */
         nconv__epi_init(epi, init, c->C);
         for (int64_t i = 0; i < c->N * g.IS; i++)
