@@ -588,7 +588,13 @@ static void pbw_out_task(void *arg, int tid, int nthreads) {
     const int64_t rows = b->e->c->O;
     int64_t r0, r1;
     nconv__split(rows, tid, nthreads, &r0, &r1);
-    for (int64_t o = r0; o < r1; o++)
+    for (int64_t o = r0; o < r1; o++) {
+        if (w->stride[1] == 1 && !b->e->accumulate) { /* a dense row of dw, written as a whole */
+            const float *src = b->acc + o * b->Cg;
+            if (w->dt == NCONV_F32) memcpy((float *)w->data + o * w->stride[0], src, sizeof(float) * (size_t)b->Cg);
+            else b->cv(b->Cg, src, (uint16_t *)w->data + o * w->stride[0], 0);
+            continue;
+        }
         for (int64_t ci = 0; ci < b->Cg; ci++) {
             const int64_t off = o * w->stride[0] + ci * w->stride[1];
             const float v = b->acc[o * b->Cg + ci];
@@ -599,6 +605,7 @@ static void pbw_out_task(void *arg, int tid, int nthreads) {
                 nconv__store1(w->data, w->dt, off, b->e->accumulate ? (float)nconv__load(w->data, w->dt, off) + v : v);
             }
         }
+    }
 }
 
 static nconv_status planes_bwd_w(const nconv_exec *e) {
