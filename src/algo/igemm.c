@@ -189,9 +189,14 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
         const int64_t q = g.KS * g.Cg, wb = nconv__div_up(q, NR) * NR, wa = nconv__div_up(q, MR) * MR;
         const size_t wq = sizeof(float) * (size_t)((wb > wa ? wb : wa) * g.Og);
         if (wq > s->packed) s->packed = wq;
-        /* NCHW dy: a plane row pointer per output channel; 16-bit dy: a tile's rows widened */
-        const size_t rows = nconv__is_16bit(c->dt) ? sizeof(float *) * MR + sizeof(float) * (size_t)(MR * c->O)
-                                : sizeof(float *) * (size_t)g.Og;
+        /* NCHW dy: a plane row pointer per output channel, and for 16-bit planes a run of each widened;
+         * 16-bit channels-last dy: a tile's rows widened */
+        size_t rows = sizeof(float *) * (size_t)g.Og;
+        if (nconv__is_16bit(c->dt)) {
+            const size_t planes = rows + sizeof(float) * (size_t)(g.Og * COL_PANELS * NR),
+                         tile = sizeof(float *) * MR + sizeof(float) * (size_t)(MR * c->O);
+            rows = planes > tile ? planes : tile;
+        }
         if (rows > s->scratch) s->scratch = rows;
     }
     s->zero = sizeof(float) * (size_t)(g.kc + c->k[2] * g.Cg + NR);
@@ -351,14 +356,15 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
     } else if (dir != NCONV_DIR_BWD_D && !b->x16) {
         b->x = nconv__nxc_input(e, e->x, xb);
     }
-    /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in f32 NCHW planes where it is
-     * (see bw_task, bwd_d_cols); 16-bit planes are widened plane by plane into yb (a linear pass,
-     * not the transposing copy to channels-last). */
+    /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in NCHW planes where it is
+     * (see bw_task, bwd_d_cols); for bw_task 16-bit planes are widened plane by plane into yb (a
+     * linear pass, not the transposing copy to channels-last), the column GEMM widens runs of them
+     * as it goes. */
     const nconv_view *yv = e->y;
     b->dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && nconv__view_is_planar(yv) &&
                    !nconv__view_is_nxc(yv) && (yv->dt == NCONV_F32 || nconv__is_16bit(yv->dt));
     b->dyv = *yv;
-    if (b->dy_planes && yv->dt != NCONV_F32) {
+    if (b->dy_planes && yv->dt != NCONV_F32 && !g.dcols) {
         nconv__view_dense_like(&b->dyv, yb, NCONV_F32, yv);
         widen_ctx wc = {yv, &b->dyv, nconv__convert16(e->k, yv->dt)};
         nconv__parallel(e, widen_task, &wc);

@@ -20,6 +20,7 @@ enum { PACK_PAD = 8 };              /* floats after each packed A row: breaks po
 enum { MAX_TAPS = 64 };             /* bwd_d: kernel taps per dim in a residue class */
 enum { PGROUP_UNITS = 8 };          /* row GEMM: row blocks per thread, at least, before column panels are split too */
 enum { MAX_KERNEL = 65536, MAX_CLASSES = 16384 };
+enum { COL_PANELS = 8 }; /* igemm_cols, NCHW dy: pixels per call in panels of NR (the dy block stays in L2) */
 
 /* ------------------------------------------------------------- geometry */
 
@@ -142,7 +143,7 @@ typedef struct igemm_bufs {
     const float *x, *y;
     const uint16_t *src16; /* row GEMM: its 16-bit channels-last source (x or dy), read in place (x, y NULL) */
     const uint16_t *x16, *dy16; /* bwd_w: 16-bit channels-last x and dy, widened a block at a time (x, y NULL) */
-    int dy_planes;         /* dy read from f32 NCHW planes: dyv, the caller's or a widening of them */
+    int dy_planes;         /* dy read from NCHW planes: dyv, the caller's (16-bit ones for igemm_cols) or f32 widened */
     nconv_view dyv;
 } igemm_bufs;
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *g, const char *name, igemm_bufs *b);

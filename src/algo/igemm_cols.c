@@ -22,23 +22,23 @@ typedef struct cols_ctx {
     const float *dy, *wq, *zero;
     const uint16_t *dy16;  /* 16-bit channels-last dy read in place (dy NULL): a tile's rows widened */
     nconv_convert16_fn cv; /* their conversion */
-    const nconv_view *dyv; /* NCHW dy planes (dy NULL): col is then transposed, see planes_cols_task */
+    const nconv_view *dyv; /* NCHW dy planes, f32 or 16-bit (dy NULL): col then transposed, see planes_cols_task */
     float *col;
     int64_t m0, rows;
     char *scratch;
     size_t scratch_stride;
 } cols_ctx;
 
-enum { COL_PANELS = 8 }; /* NCHW dy: pixels per call in panels of NR; the dy block (Og rows) stays in L2 for every q tile */
-
 /* col^T[q][i] = sum_o w[o][q] * dy[o][m0 + i] from dy's planes: A = w^T in tiles of MR columns q
- * ([tile][o][MR]), B = plane rows in place (one pointer per o, per image). Threads take runs of
- * pixels, each element written by one call: the result does not depend on the thread count. */
+ * ([tile][o][MR]), B = plane rows in place (one pointer per o, per image; 16-bit planes: the
+ * run's part of each widened first). Threads take runs of pixels, each element written by one
+ * call: the result does not depend on the thread count. */
 static void planes_cols_task(void *arg, int tid, int nthreads) {
     const cols_ctx *cc = arg;
     const nconv_view *v = cc->dyv;
     const int64_t Q = cc->g->KS * cc->g->Cg, Og = cc->g->Og, OS = cc->g->OS, step = COL_PANELS * NR;
     const float **b = (const float **)(cc->scratch + (size_t)tid * cc->scratch_stride);
+    float *wide = (float *)(b + Og); /* 16-bit planes: [o][step] */
     int64_t u0, u1;
     nconv__split(nconv__div_up(cc->rows, step), tid, nthreads, &u0, &u1);
     int64_t img = -1;
@@ -47,13 +47,20 @@ static void planes_cols_task(void *arg, int tid, int nthreads) {
         int64_t len = end - i; /* within one unit and one image */
         if (len > step - i % step) len = step - i % step;
         if (len > OS - op) len = OS - op;
-        if (n != img) {
+        int64_t boff = op; /* B's first column in each row */
+        if (v->dt != NCONV_F32) {
+            for (int64_t o = 0; o < Og; o++) {
+                cc->cv(len, (const uint16_t *)v->data + n * v->stride[0] + o * v->stride[1] + op, wide + o * step, 1);
+                b[o] = wide + o * step;
+            }
+            boff = 0;
+        } else if (n != img) {
             for (int64_t o = 0; o < Og; o++) b[o] = (const float *)v->data + n * v->stride[0] + o * v->stride[1];
             img = n;
         }
         const int64_t np = nconv__div_up(len, NR), nc_last = len - (np - 1) * NR;
         for (int64_t q0 = 0; q0 < Q; q0 += MR)
-            cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, MR, b, op, NR,
+            cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, MR, b, boff, NR,
                               cc->col + q0 * cc->rows + i, cc->rows, 0);
         i += len;
     }
