@@ -41,6 +41,9 @@ static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_
 static void call_f32_igemm_np16(nconv_f32_igemm_np16_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow16, o->init, NCONV_IGEMM_BF16);
 }
+static void call_f32_gemm_np16(nconv_f32_gemm_np16_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->w, 16, o->crow16[0], 2 * NCONV_NR, NULL, NCONV_GEMM_BF16);
+}
 static void call_f32_igemm_planes(nconv_f32_igemm_planes_fn f, const operands *o, int64_t mr) {
     (void)mr;
     f(2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->c, 8, o->init, 0); /* channel j at c + 8 * j */

@@ -7,7 +7,8 @@
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums,
- *   igemm_np16 against igemm_np and the scalar narrowing (sweep_igemm_np16);
+ *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
+ *   (sweep_igemm_np16, sweep_gemm_np16);
  * - the depthwise tile kernels of every ISA (sweep_dwtile_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -898,6 +899,24 @@ static void sweep_convert(const nconv_kernels *k, uint64_t *rng) {
     }
 }
 
+/* The 16-bit kernels' output h (6 rows of ld, prefilled 0xabab) against the f32 kernels' c: the
+ * first element i = r * ld + j that is not c narrowed by the scalar conversion (a NaN for a NaN)
+ * in rows r < mr, columns j < cols, or not left as it was outside them; -1 if none. */
+static int64_t first_bad16(const uint16_t *h, const float *c, int64_t ld, int64_t mr, int64_t cols, int bf16) {
+    for (int64_t i = 0; i < 6 * ld; i++) {
+        const int64_t r = i / ld, j = i % ld;
+        if (r >= mr || j >= cols) {
+            if (h[i] != 0xabab) return i;
+            continue;
+        }
+        const uint16_t want = bf16 ? nconv__f32_to_bf16(c[i]) : nconv__f32_to_f16(c[i]);
+        const int nan_w = bf16 ? (want & 0x7fff) > 0x7f80 : (want & 0x7fff) > 0x7c00;
+        const int nan_g = bf16 ? (h[i] & 0x7fff) > 0x7f80 : (h[i] & 0x7fff) > 0x7c00;
+        if (nan_w ? !nan_g : h[i] != want) return i;
+    }
+    return -1;
+}
+
 /* igemm_np16 against igemm_np narrowed by the scalar conversions: the same bits (a NaN for a
  * NaN), f16 and bf16, relu or not, one tap and two, partial rows and last panels; columns whose
  * weights are zero keep their init, one of the conversion's edge cases (subnormals, ties, the
@@ -933,24 +952,44 @@ static void sweep_igemm_np16(const nconv_kernels *k, uint64_t *rng) {
                         memset(h, 0xab, sizeof h);
                         k->igemm_np16(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, hr, init,
                                       relu | (bf16 ? NCONV_IGEMM_BF16 : 0));
-                        int64_t bad = -1;
-                        for (int64_t i = 0; i < 6 * LD && bad < 0; i++) {
-                            const int64_t r = i / LD, j = i % LD;
-                            const uint16_t got = h[r][j];
-                            if (r >= mr || j >= (np - 1) * 16 + nc_last) {
-                                if (got != 0xabab) bad = i;
-                                continue;
-                            }
-                            const uint16_t want = bf16 ? nconv__f32_to_bf16(c[r][j]) : nconv__f32_to_f16(c[r][j]);
-                            const int nan_w = bf16 ? (want & 0x7fff) > 0x7f80 : (want & 0x7fff) > 0x7c00;
-                            const int nan_g = bf16 ? (got & 0x7fff) > 0x7f80 : (got & 0x7fff) > 0x7c00;
-                            if (nan_w ? !nan_g : got != want) bad = i;
-                        }
+                        const int64_t bad = first_bad16(h[0], c[0], LD, mr, (np - 1) * 16 + nc_last, bf16);
                         CHECK(bad < 0, "%s igemm_np16 %s ks %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
                               k->name, bf16 ? "bf16" : "f16", (long long)ks, (long long)mr, (long long)np,
                               (long long)nc_last, relu, (long long)(bad / LD), (long long)(bad % LD));
                     }
     free(a), free(w);
+}
+
+/* gemm_np16 against gemm_np narrowed by the scalar conversions, as sweep_igemm_np16: f16 and
+ * bf16, relu or not, A packed or a matrix's rows (lda 6 and 9), partial rows and last panels,
+ * edge-case sums in the columns whose B is zero (through rinit: a row's start value); nothing
+ * written past the last panel's nc_last or row mr. */
+static void sweep_gemm_np16(const nconv_kernels *k, uint64_t *rng) {
+    enum { KC = 23, NP = 3, LD = NP * 16 + 4 };
+    static const uint32_t edges[] = {0x00000001u, 0x387fc000u, 0x477ff000u, 0x7fc00000u, 0xff800000u, 0x3f808000u};
+    float *a = malloc(sizeof(float) * KC * 9), *b = malloc(sizeof(float) * NP * KC * 16 + 32);
+    float rinit[6], c[6][LD];
+    uint16_t h[6][LD];
+    float *ba = (float *)(((uintptr_t)b + 31) & ~(uintptr_t)31);
+    for (int64_t i = 0; i < KC * 9; i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * KC * 16; i++) ba[i] = i % 16 % 5 == 0 ? 0.0f : (float)test_uniform(rng);
+    for (int r = 0; r < 6; r++) memcpy(&rinit[r], &edges[r], 4);
+    for (int64_t lda = 6; lda <= 9; lda += 3)
+        for (int64_t mr = 1; mr <= 6; mr++)
+            for (int64_t np = 1; np <= NP; np++)
+                for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                    for (int f = 0; f < 4; f++) {
+                        const int relu = f & 1 ? NCONV_GEMM_RELU : 0, bf16 = f & 2;
+                        k->gemm_np(mr, np, nc_last, KC, a, lda, ba, KC * 16, c[0], LD, rinit, relu);
+                        memset(h, 0xab, sizeof h);
+                        k->gemm_np16(mr, np, nc_last, KC, a, lda, ba, KC * 16, h[0], LD, rinit,
+                                     relu | (bf16 ? NCONV_GEMM_BF16 : 0));
+                        const int64_t bad = first_bad16(h[0], c[0], LD, mr, (np - 1) * 16 + nc_last, bf16);
+                        CHECK(bad < 0, "%s gemm_np16 %s lda %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
+                              k->name, bf16 ? "bf16" : "f16", (long long)lda, (long long)mr, (long long)np,
+                              (long long)nc_last, relu, (long long)(bad / LD), (long long)(bad % LD));
+                    }
+    free(a), free(b);
 }
 
 int main(void) {
@@ -975,6 +1014,7 @@ int main(void) {
         sweep_gemm_ib_np(k, &krng);
         sweep_gemm_ib7_np(k, &krng);
         sweep_gemm_np(k, &krng);
+        sweep_gemm_np16(k, &krng);
         sweep_wino(k, &krng);
         sweep_f64_gemm(k, &krng);
         sweep_convert(k, &krng);

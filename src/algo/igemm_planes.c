@@ -283,8 +283,12 @@ static void run_task(void *arg, int tid, int nthreads) {
     const char **brows = (const char **)(wide + wide_floats(c, pc->rows, pc->red));
     const nconv_convert16_fn cv = pc->cv;
     const size_t esz = nconv_dtype_size(c->dt);
-    /* f32 rows are written in place; 16-bit ones in obuf, from its column 0, then narrowed */
-    const int64_t ldc = cv ? pc->pt * NR : out->stride[1];
+    /* f32 rows are written in place; 16-bit ones narrowed by the kernel as it stores them when
+     * the reduction is one call's (and no z is read first), else summed in obuf, from its column
+     * 0, then narrowed */
+    const int direct16 = cv && !z && pc->red <= K_BLOCK;
+    const int flags16 = c->dt == NCONV_BF16 ? NCONV_GEMM_BF16 : 0;
+    const int64_t ldc = cv && !direct16 ? pc->pt * NR : out->stride[1];
     const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
     int64_t u0, u1;
     nconv__split(c->N * c->G * pc->blocks, tid, nthreads, &u0, &u1);
@@ -299,7 +303,9 @@ static void run_task(void *arg, int tid, int nthreads) {
             cur = ng;
         }
         const int64_t og = n * out->stride[0] + g * pc->rows * out->stride[1];
-        float *o = cv ? obuf : (float *)out->data + og + q0; /* o[r * ldc + q - q0]: pixel q of row r */
+        /* o[r * ldc + q - q0]: pixel q of row r (of the output itself when 16-bit rows are narrowed
+         * by the kernel) */
+        float *o = cv && !direct16 ? obuf : cv ? NULL : (float *)out->data + og + q0;
         /* z goes in before the GEMM (with the bias); a bias alone starts the rows. */
         if (z)
             for (int64_t r = 0; r < pc->rows; r++) {
@@ -346,10 +352,14 @@ static void run_task(void *arg, int tid, int nthreads) {
                 /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which
                  * share A's loads): with short reductions (raw audio: 10) the call was the cost. */
                 const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
-                pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc, ldc, rinit, flags);
+                if (direct16)
+                    pc->k->gemm_np16(mr, np, nc_last, kc, a, MR, bpack, kc * NR,
+                                     (uint16_t *)out->data + og + t * MR * ldc + q0, ldc, rinit, flags | flags16);
+                else
+                    pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc, ldc, rinit, flags);
             }
         }
-        for (int64_t r = 0; cv && r < pc->rows; r++)
+        for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
             cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
     }
 }

@@ -105,7 +105,7 @@ typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
  * where init is C[r][j] with NCONV_GEMM_ACCUMULATE, else rinit[r] (0 when
  * rinit is NULL). b is 32-byte aligned; rows r < mr, columns j < nc are written.
  */
-enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2 };
+enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2, NCONV_GEMM_BF16 = 4 };
 typedef void nconv_f32_gemm_t(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 typedef nconv_f32_gemm_t *nconv_f32_gemm_fn;
@@ -116,6 +116,12 @@ typedef nconv_f32_gemm_t *nconv_f32_gemm_fn;
 typedef void nconv_f32_gemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags);
 typedef nconv_f32_gemm_np_t *nconv_f32_gemm_np_fn;
+/* gemm_np into 16-bit C: the same sums, bit for bit, narrowed as they are stored (as convert16
+ * narrows) to bf16 with NCONV_GEMM_BF16, else to f16; from rinit (no NCONV_GEMM_ACCUMULATE). */
+typedef void nconv_f32_gemm_np16_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
+                                       const float *b, int64_t bs, uint16_t *c, int64_t ldc, const float *rinit,
+                                       int flags);
+typedef nconv_f32_gemm_np16_t *nconv_f32_gemm_np16_fn;
 
 /*
  * Packed f64 GEMM, one full tile of NCONV_F64_MR rows x nr columns, nr the table's f64_nr
@@ -252,6 +258,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     X(gemm_ib_np, f32_gemm_ib_np, f32_gemm_ib_6x16_np, avx2, avx512)            \
     X(gemm, f32_gemm, f32_gemm_6x16, avx2, avx512)                              \
     X(gemm_np, f32_gemm_np, f32_gemm_6x16_np, avx2, avx512)                     \
+    X(gemm_np16, f32_gemm_np16, f32_gemm_6x16_np16, avx2, avx512)               \
     X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)
 #define NCONV_LAYOUT_KERNELS(X)                                                 \
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \

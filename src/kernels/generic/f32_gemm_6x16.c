@@ -1,4 +1,5 @@
 /* Packed GEMM, 6 x 16, portable C (contract in ../kernels.h). */
+#include "../../internal.h"
 #include "../kernels.h"
 
 /* A read as a[k * lda + r]. */
@@ -28,4 +29,18 @@ void nconv_f32_gemm_6x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, in
                                      const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
     for (int64_t q = 0; q < np; q++)
         gemm_lda(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b + q * bs, c + q * 16, ldc, rinit, flags);
+}
+
+void nconv_f32_gemm_6x16_np16__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                       int64_t lda, const float *b, int64_t bs, uint16_t *c, int64_t ldc,
+                                       const float *rinit, int flags) {
+    for (int64_t q = 0; q < np; q++) {
+        const int64_t nc = q + 1 < np ? 16 : nc_last;
+        float tile[6][16];
+        gemm_lda(mr, nc, kc, a, lda, b + q * bs, tile[0], 16, rinit, flags & NCONV_GEMM_RELU);
+        for (int64_t r = 0; r < mr; r++)
+            for (int64_t j = 0; j < nc; j++)
+                c[r * ldc + q * 16 + j] =
+                    flags & NCONV_GEMM_BF16 ? nconv__f32_to_bf16(tile[r][j]) : nconv__f32_to_f16(tile[r][j]);
+    }
 }

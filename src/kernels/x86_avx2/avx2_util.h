@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Lanes i < n set (n clamped to 0..8): masks for loads and stores of partial rows. */
 static inline __m256i nconv__avx2_mask(int64_t n) {
@@ -29,6 +30,19 @@ static inline __m128i nconv__avx2_to_bf16(__m256 f) {
 /* Eight f32 lanes narrowed to bf16 (bf16 != 0) or f16 (F16C), round to nearest even. */
 static inline __m128i nconv__avx2_to_16bit(__m256 f, int bf16) {
     return bf16 ? nconv__avx2_to_bf16(f) : _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
+/* A row of 16 f32 lanes, as two halves of 8, narrowed (to bf16 when bf16 != 0, else f16) into c,
+ * columns j < nc. */
+static inline void nconv__avx2_store16(uint16_t *c, int64_t nc, __m256 lo, __m256 hi, int bf16) {
+    const __m128i l = nconv__avx2_to_16bit(lo, bf16), h = nconv__avx2_to_16bit(hi, bf16);
+    if (nc == 16) {
+        _mm_storeu_si128((__m128i *)c, l), _mm_storeu_si128((__m128i *)(c + 8), h);
+        return;
+    }
+    uint16_t t[16];
+    _mm_storeu_si128((__m128i *)t, l), _mm_storeu_si128((__m128i *)(t + 8), h);
+    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
 }
 
 /* Channel j of a 6 x 8 half tile (rows r0 .. r5) as 6 pixels: transposed with the zero rows 6, 7. */

@@ -8,12 +8,14 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-/* A read as a[k * lda + r]. */
-static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                            int64_t ldc, const float *rinit, int flags) {
+/* A read as a[k * lda + r]; into f32 C, or when to16 16-bit C c16 (from rinit). Inlined into each
+ * kernel, where to16 is known, so each keeps one store path. */
+static inline __attribute__((always_inline)) void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a,
+                                                           int64_t lda, const float *b, float *c, uint16_t *c16,
+                                                           int to16, int64_t ldc, const float *rinit, int flags) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
-    if (flags & NCONV_GEMM_ACCUMULATE) {
+    if (!to16 && (flags & NCONV_GEMM_ACCUMULATE)) {
         /* Rows past mr repeat row 0 so the loads stay inside C. */
         float *const r1 = mr > 1 ? c + ldc : c, *const r2 = mr > 2 ? c + 2 * ldc : c;
         float *const r3 = mr > 3 ? c + 3 * ldc : c, *const r4 = mr > 4 ? c + 4 * ldc : c;
@@ -57,7 +59,15 @@ static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, 
         c30 = _mm256_max_ps(z, c30), c31 = _mm256_max_ps(z, c31), c40 = _mm256_max_ps(z, c40);
         c41 = _mm256_max_ps(z, c41), c50 = _mm256_max_ps(z, c50), c51 = _mm256_max_ps(z, c51);
     }
-    if (nc == 16) {
+    if (to16) {
+        const int bf16 = flags & NCONV_GEMM_BF16;
+        nconv__avx2_store16(c16, nc, c00, c01, bf16);
+        if (mr > 1) nconv__avx2_store16(c16 + ldc, nc, c10, c11, bf16);
+        if (mr > 2) nconv__avx2_store16(c16 + 2 * ldc, nc, c20, c21, bf16);
+        if (mr > 3) nconv__avx2_store16(c16 + 3 * ldc, nc, c30, c31, bf16);
+        if (mr > 4) nconv__avx2_store16(c16 + 4 * ldc, nc, c40, c41, bf16);
+        if (mr > 5) nconv__avx2_store16(c16 + 5 * ldc, nc, c50, c51, bf16);
+    } else if (nc == 16) {
         _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
         if (mr > 1) _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
         if (mr > 2) _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
@@ -76,11 +86,18 @@ static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, 
 
 void nconv_f32_gemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                int64_t ldc, const float *rinit, int flags) {
-    gemm_lda(mr, nc, kc, a, 6, b, c, ldc, rinit, flags);
+    gemm_lda(mr, nc, kc, a, 6, b, c, NULL, 0, ldc, rinit, flags);
 }
 
 void nconv_f32_gemm_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                   const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit, int flags) {
     for (int64_t q = 0; q < np; q++)
-        gemm_lda(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b + q * bs, c + q * 16, ldc, rinit, flags);
+        gemm_lda(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b + q * bs, c + q * 16, NULL, 0, ldc, rinit, flags);
+}
+
+void nconv_f32_gemm_6x16_np16__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                    int64_t lda, const float *b, int64_t bs, uint16_t *c, int64_t ldc,
+                                    const float *rinit, int flags) {
+    for (int64_t q = 0; q < np; q++)
+        gemm_lda(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b + q * bs, NULL, c + q * 16, 1, ldc, rinit, flags);
 }

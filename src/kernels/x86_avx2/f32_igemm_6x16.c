@@ -7,8 +7,6 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-#include <string.h>
-
 /* kc steps of the reduction from the rows a0 .. a5 and the packed weights w
  * into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1). */
 #define IGEMM_KLOOP()                                                                                    \
@@ -73,29 +71,16 @@ static inline void store_tile(float *const *c, int64_t o, int64_t mr, int64_t nc
 #undef STORE_ROWS
 }
 
-/* A row's two halves of 8 sums narrowed into 16-bit c, columns j < nc. */
-static inline void store_row16(uint16_t *c, int64_t nc, __m256 lo, __m256 hi, int flags) {
-    const int bf16 = flags & NCONV_IGEMM_BF16;
-    const __m128i l = nconv__avx2_to_16bit(lo, bf16), h = nconv__avx2_to_16bit(hi, bf16);
-    if (nc == 16) {
-        _mm_storeu_si128((__m128i *)c, l), _mm_storeu_si128((__m128i *)(c + 8), h);
-        return;
-    }
-    uint16_t t[16];
-    _mm_storeu_si128((__m128i *)t, l), _mm_storeu_si128((__m128i *)(t + 8), h);
-    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
-}
-
 /* store_tile into 16-bit rows (np16). */
 static inline void store_tile16(uint16_t *const *c, int64_t o, int64_t mr, int64_t nc, int flags, __m256 c00,
                                 __m256 c01, __m256 c10, __m256 c11, __m256 c20, __m256 c21, __m256 c30, __m256 c31,
                                 __m256 c40, __m256 c41, __m256 c50, __m256 c51) {
-    store_row16(c[0] + o, nc, c00, c01, flags);
-    if (mr > 1) store_row16(c[1] + o, nc, c10, c11, flags);
-    if (mr > 2) store_row16(c[2] + o, nc, c20, c21, flags);
-    if (mr > 3) store_row16(c[3] + o, nc, c30, c31, flags);
-    if (mr > 4) store_row16(c[4] + o, nc, c40, c41, flags);
-    if (mr > 5) store_row16(c[5] + o, nc, c50, c51, flags);
+    nconv__avx2_store16(c[0] + o, nc, c00, c01, flags & NCONV_IGEMM_BF16);
+    if (mr > 1) nconv__avx2_store16(c[1] + o, nc, c10, c11, flags & NCONV_IGEMM_BF16);
+    if (mr > 2) nconv__avx2_store16(c[2] + o, nc, c20, c21, flags & NCONV_IGEMM_BF16);
+    if (mr > 3) nconv__avx2_store16(c[3] + o, nc, c30, c31, flags & NCONV_IGEMM_BF16);
+    if (mr > 4) nconv__avx2_store16(c[4] + o, nc, c40, c41, flags & NCONV_IGEMM_BF16);
+    if (mr > 5) nconv__avx2_store16(c[5] + o, nc, c50, c51, flags & NCONV_IGEMM_BF16);
 }
 
 void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,

@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Lanes j < n of 16 (n clamped to 0..16): masks for partial rows. */
 static inline __mmask16 nconv__avx512_mask(int64_t n) {
@@ -33,6 +34,19 @@ static inline __m256i nconv__avx512_to_bf16(__m512 f) {
 /* Sixteen f32 lanes narrowed to bf16 (bf16 != 0) or f16, round to nearest even. */
 static inline __m256i nconv__avx512_to_16bit(__m512 f, int bf16) {
     return bf16 ? nconv__avx512_to_bf16(f) : _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
+/* A row of 16 f32 lanes narrowed (to bf16 when bf16 != 0, else f16) into c, columns j < nc
+ * (AVX-512F has no masked 16-bit stores: a partial row goes through a buffer). */
+static inline void nconv__avx512_store16(uint16_t *c, int64_t nc, __m512 v, int bf16) {
+    const __m256i h = nconv__avx512_to_16bit(v, bf16);
+    if (nc == 16) {
+        _mm256_storeu_si256((__m256i *)c, h);
+        return;
+    }
+    uint16_t t[16];
+    _mm256_storeu_si256((__m256i *)t, h);
+    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
 }
 
 /*

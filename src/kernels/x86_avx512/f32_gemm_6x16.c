@@ -7,16 +7,19 @@
 #include "../kernels.h"
 #include "avx512_util.h"
 
-/* A read as a[k * lda + r]. */
-static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-                            int64_t ldc, const float *rinit, int flags) {
+/* A read as a[k * lda + r]; into f32 C, or when to16 16-bit C c16 (from rinit). Inlined into each
+ * kernel, where to16 is known, so each keeps one store path. */
+static inline __attribute__((always_inline)) void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a,
+                                                           int64_t lda, const float *b, float *c, uint16_t *c16,
+                                                           int to16, int64_t ldc, const float *rinit, int flags) {
     const __mmask16 m = nconv__avx512_mask(nc);
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
     __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
     /* C, when accumulated, is a running sum larger than the caches (Winograd's
      * backward-weights): its lines are requested now and added after the
      * reduction (init + (even + odd), the order of every AVX-512 GEMM kernel). */
-    if (flags & NCONV_GEMM_ACCUMULATE)
+    const int acc = !to16 && (flags & NCONV_GEMM_ACCUMULATE);
+    if (acc)
         for (int64_t r = 0; r < mr; r++) __builtin_prefetch(c + r * ldc, 1, 3);
     int64_t k = 0;
 #pragma GCC unroll 2
@@ -31,7 +34,7 @@ static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, 
     }
     e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
     e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
-    if (flags & NCONV_GEMM_ACCUMULATE) { /* masked loads of rows past mr read nothing */
+    if (acc) { /* masked loads of rows past mr read nothing */
 #define ADD_ROW(r) e##r = _mm512_add_ps(e##r, _mm512_maskz_loadu_ps(mr > r ? m : 0, c + (mr > r ? r * ldc : 0)))
         ADD_ROW(0);
         ADD_ROW(1);
@@ -55,6 +58,16 @@ static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, 
         e0 = _mm512_max_ps(z, e0), e1 = _mm512_max_ps(z, e1), e2 = _mm512_max_ps(z, e2);
         e3 = _mm512_max_ps(z, e3), e4 = _mm512_max_ps(z, e4), e5 = _mm512_max_ps(z, e5);
     }
+    if (to16) {
+        const int bf16 = flags & NCONV_GEMM_BF16;
+        nconv__avx512_store16(c16, nc, e0, bf16);
+        if (mr > 1) nconv__avx512_store16(c16 + ldc, nc, e1, bf16);
+        if (mr > 2) nconv__avx512_store16(c16 + 2 * ldc, nc, e2, bf16);
+        if (mr > 3) nconv__avx512_store16(c16 + 3 * ldc, nc, e3, bf16);
+        if (mr > 4) nconv__avx512_store16(c16 + 4 * ldc, nc, e4, bf16);
+        if (mr > 5) nconv__avx512_store16(c16 + 5 * ldc, nc, e5, bf16);
+        return;
+    }
     _mm512_mask_storeu_ps(c, m, e0);
     if (mr > 1) _mm512_mask_storeu_ps(c + ldc, m, e1);
     if (mr > 2) _mm512_mask_storeu_ps(c + 2 * ldc, m, e2);
@@ -65,24 +78,26 @@ static inline void gemm_lda(int64_t mr, int64_t nc, int64_t kc, const float *a, 
 
 void nconv_f32_gemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                  int64_t ldc, const float *rinit, int flags) {
-    gemm_lda(mr, nc, kc, a, 6, b, c, ldc, rinit, flags);
+    gemm_lda(mr, nc, kc, a, 6, b, c, NULL, 0, ldc, rinit, flags);
 }
 
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
- * same sums per panel as the kernel above, bit for bit. */
-void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
-                                    int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
-                                    int flags) {
+ * same sums per panel as the kernel above, bit for bit. Into f32 C, or 16-bit C as gemm_lda. */
+static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t np, int64_t nc_last, int64_t kc,
+                                                             const float *a, int64_t lda, const float *b, int64_t bs,
+                                                             float *c, uint16_t *c16, int to16, int64_t ldc,
+                                                             const float *rinit, int flags) {
+    const int acc = !to16 && (flags & NCONV_GEMM_ACCUMULATE);
     int64_t q = 0;
     for (; q + 1 < np; q += 2) {
         const float *bq = b + q * bs, *br = bq + bs, *ak = a;
-        float *cq = c + q * 16;
+        float *cq = to16 ? NULL : c + q * 16;
         const __mmask16 m = nconv__avx512_mask(q + 2 < np ? 16 : nc_last);
         __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
         __m512 f0 = e0, f1 = e0, f2 = e0, f3 = e0, f4 = e0, f5 = e0;
         __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
         __m512 p0 = e0, p1 = e0, p2 = e0, p3 = e0, p4 = e0, p5 = e0;
-        if (flags & NCONV_GEMM_ACCUMULATE) /* see the kernel above */
+        if (acc) /* see the kernel above */
             for (int64_t r = 0; r < mr; r++) {
                 __builtin_prefetch(cq + r * ldc, 1, 3);
                 __builtin_prefetch(cq + r * ldc + 16, 1, 3);
@@ -102,7 +117,7 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
         e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
         f0 = _mm512_add_ps(f0, p0), f1 = _mm512_add_ps(f1, p1), f2 = _mm512_add_ps(f2, p2);
         f3 = _mm512_add_ps(f3, p3), f4 = _mm512_add_ps(f4, p4), f5 = _mm512_add_ps(f5, p5);
-        if (flags & NCONV_GEMM_ACCUMULATE) { /* masked loads of rows past mr read nothing */
+        if (acc) { /* masked loads of rows past mr read nothing */
 #define ADD_ROW(r)                                                                                         \
     e##r = _mm512_add_ps(e##r, _mm512_maskz_loadu_ps(mr > r ? 0xffff : 0, cq + (mr > r ? r * ldc : 0)));      \
     f##r = _mm512_add_ps(f##r, _mm512_maskz_loadu_ps(mr > r ? m : 0, cq + (mr > r ? r * ldc : 0) + 16))
@@ -134,6 +149,21 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
             f0 = _mm512_max_ps(z, f0), f1 = _mm512_max_ps(z, f1), f2 = _mm512_max_ps(z, f2);
             f3 = _mm512_max_ps(z, f3), f4 = _mm512_max_ps(z, f4), f5 = _mm512_max_ps(z, f5);
         }
+        if (to16) {
+            const int bf16 = flags & NCONV_GEMM_BF16;
+            const int64_t nc = q + 2 < np ? 16 : nc_last;
+            uint16_t *hq = c16 + q * 16;
+#define STORE16(r)                                                                                        \
+    nconv__avx512_store16(hq + r * ldc, 16, e##r, bf16), nconv__avx512_store16(hq + r * ldc + 16, nc, f##r, bf16)
+            STORE16(0);
+            if (mr > 1) STORE16(1);
+            if (mr > 2) STORE16(2);
+            if (mr > 3) STORE16(3);
+            if (mr > 4) STORE16(4);
+            if (mr > 5) STORE16(5);
+#undef STORE16
+            continue;
+        }
         _mm512_storeu_ps(cq, e0), _mm512_mask_storeu_ps(cq + 16, m, f0);
         if (mr > 1) _mm512_storeu_ps(cq + ldc, e1), _mm512_mask_storeu_ps(cq + ldc + 16, m, f1);
         if (mr > 2) _mm512_storeu_ps(cq + 2 * ldc, e2), _mm512_mask_storeu_ps(cq + 2 * ldc + 16, m, f2);
@@ -141,5 +171,18 @@ void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int
         if (mr > 4) _mm512_storeu_ps(cq + 4 * ldc, e4), _mm512_mask_storeu_ps(cq + 4 * ldc + 16, m, f4);
         if (mr > 5) _mm512_storeu_ps(cq + 5 * ldc, e5), _mm512_mask_storeu_ps(cq + 5 * ldc + 16, m, f5);
     }
-    if (q < np) gemm_lda(mr, nc_last, kc, a, lda, b + q * bs, c + q * 16, ldc, rinit, flags);
+    if (q < np && to16) gemm_lda(mr, nc_last, kc, a, lda, b + q * bs, NULL, c16 + q * 16, 1, ldc, rinit, flags);
+    else if (q < np) gemm_lda(mr, nc_last, kc, a, lda, b + q * bs, c + q * 16, NULL, 0, ldc, rinit, flags);
+}
+
+void nconv_f32_gemm_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                    int64_t lda, const float *b, int64_t bs, float *c, int64_t ldc, const float *rinit,
+                                    int flags) {
+    all_panels(mr, np, nc_last, kc, a, lda, b, bs, c, NULL, 0, ldc, rinit, flags);
+}
+
+void nconv_f32_gemm_6x16_np16__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                      int64_t lda, const float *b, int64_t bs, uint16_t *c, int64_t ldc,
+                                      const float *rinit, int flags) {
+    all_panels(mr, np, nc_last, kc, a, lda, b, bs, NULL, c, 1, ldc, rinit, flags);
 }

@@ -8,8 +8,6 @@
 #include "../x86_avx2/avx2_util.h"
 #include "avx512_util.h"
 
-#include <string.h>
-
 /* The accumulators: e (even k) and o (odd k) of rows 0-5. */
 #define ACC_DECL __m512 e0, e1, e2, e3, e4, e5, o0, o1, o2, o3, o4, o5
 
@@ -82,27 +80,15 @@ static inline void store_tile(float *const *c, int64_t o, int64_t mr, int64_t nc
     if (mr > 5) _mm512_mask_storeu_ps(c[5] + o, m, e5);
 }
 
-/* A row of 16 sums narrowed into 16-bit c, columns j < nc (AVX-512F has no masked 16-bit stores). */
-static inline void store_row16(uint16_t *c, int64_t nc, __m512 v, int flags) {
-    const __m256i h = nconv__avx512_to_16bit(v, flags & NCONV_IGEMM_BF16);
-    if (nc == 16) {
-        _mm256_storeu_si256((__m256i *)c, h);
-        return;
-    }
-    uint16_t t[16];
-    _mm256_storeu_si256((__m256i *)t, h);
-    memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
-}
-
 /* store_tile into 16-bit rows (np16). */
 static inline void store_tile16(uint16_t *const *c, int64_t o, int64_t mr, int64_t nc, int flags, __m512 e0,
                                 __m512 e1, __m512 e2, __m512 e3, __m512 e4, __m512 e5) {
-    store_row16(c[0] + o, nc, e0, flags);
-    if (mr > 1) store_row16(c[1] + o, nc, e1, flags);
-    if (mr > 2) store_row16(c[2] + o, nc, e2, flags);
-    if (mr > 3) store_row16(c[3] + o, nc, e3, flags);
-    if (mr > 4) store_row16(c[4] + o, nc, e4, flags);
-    if (mr > 5) store_row16(c[5] + o, nc, e5, flags);
+    nconv__avx512_store16(c[0] + o, nc, e0, flags & NCONV_IGEMM_BF16);
+    if (mr > 1) nconv__avx512_store16(c[1] + o, nc, e1, flags & NCONV_IGEMM_BF16);
+    if (mr > 2) nconv__avx512_store16(c[2] + o, nc, e2, flags & NCONV_IGEMM_BF16);
+    if (mr > 3) nconv__avx512_store16(c[3] + o, nc, e3, flags & NCONV_IGEMM_BF16);
+    if (mr > 4) nconv__avx512_store16(c[4] + o, nc, e4, flags & NCONV_IGEMM_BF16);
+    if (mr > 5) nconv__avx512_store16(c[5] + o, nc, e5, flags & NCONV_IGEMM_BF16);
 }
 
 /* One panel into f32 rows c or, when to16, 16-bit rows c16 (then init is set). Inlined
