@@ -1001,15 +1001,16 @@ static void test_cols(void) {
             for (int o = 0; o < 2; o++) {
                 if (special) {
                     const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
-                    CHECK(bad < 0, "cols case %d dtype %d layout %d: %s[%lld] differs in class from the reference", i, p.dtype, layout,
-                          outs[o].n, (long long)bad);
+                    CHECK(bad < 0, "cols case %d dtype %d layout %d: %s[%lld] differs in class from the reference", i,
+                          p.dtype, layout, outs[o].n, (long long)bad);
                 } else {
                     const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
-                    CHECK(e <= tolerance(p.dtype), "cols case %d dtype %d layout %d: %s err %g", i, p.dtype, layout, outs[o].n,
-                          e);
+                    CHECK(e <= tolerance(p.dtype), "cols case %d dtype %d layout %d: %s err %g", i, p.dtype, layout,
+                          outs[o].n, e);
                 }
                 CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
-                      "cols case %d dtype %d layout %d: %s differs between 1 and 3 threads", i, p.dtype, layout, outs[o].n);
+                      "cols case %d dtype %d layout %d: %s differs between 1 and 3 threads", i, p.dtype, layout,
+                      outs[o].n);
             }
             operands_free(&r), operands_free(&a), operands_free(&b);
         }

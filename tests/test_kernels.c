@@ -953,7 +953,8 @@ static void sweep_igemm_np16(const nconv_kernels *k, uint64_t *rng) {
                         k->igemm_np16(mr, np, nc_last, KC, ks, ap, AOFF, zero, wa, ks * KC * 16, hr, init,
                                       relu | (bf16 ? NCONV_IGEMM_BF16 : 0));
                         const int64_t bad = first_bad16(h[0], c[0], LD, mr, (np - 1) * 16 + nc_last, bf16);
-                        CHECK(bad < 0, "%s igemm_np16 %s ks %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
+                        CHECK(bad < 0,
+                              "%s igemm_np16 %s ks %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
                               k->name, bf16 ? "bf16" : "f16", (long long)ks, (long long)mr, (long long)np,
                               (long long)nc_last, relu, (long long)(bad / LD), (long long)(bad % LD));
                     }
@@ -985,7 +986,8 @@ static void sweep_gemm_np16(const nconv_kernels *k, uint64_t *rng) {
                         k->gemm_np16(mr, np, nc_last, KC, a, lda, ba, KC * 16, h[0], LD, rinit,
                                      relu | (bf16 ? NCONV_GEMM_BF16 : 0));
                         const int64_t bad = first_bad16(h[0], c[0], LD, mr, (np - 1) * 16 + nc_last, bf16);
-                        CHECK(bad < 0, "%s gemm_np16 %s lda %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
+                        CHECK(bad < 0,
+                              "%s gemm_np16 %s lda %lld mr %lld np %lld nc_last %lld relu %d: row %lld col %lld",
                               k->name, bf16 ? "bf16" : "f16", (long long)lda, (long long)mr, (long long)np,
                               (long long)nc_last, relu, (long long)(bad / LD), (long long)(bad % LD));
                     }

@@ -249,7 +249,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                     if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
-                    const float *const *at = ap + tile * j->ks * MR, *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
+                    const float *const *at = ap + tile * j->ks * MR;
+                    const float *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
                     if (direct16) {
                         uint16_t *cp[MR];
                         for (int64_t r = 0; r < MR; r++) cp[r] = rc->dst16 + co[tile * MR + (r < mr ? r : 0)] + q0 * NR;

@@ -114,8 +114,8 @@ void nconv_f32_igemm_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, int64_t ks, 
 static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t np, int64_t nc_last, int64_t kc,
                                                              int64_t ks, const float *const *a, int64_t a_off,
                                                              const float *zero, const float *w, int64_t ws,
-                                                             float *const *c, uint16_t *const *c16, int to16, const float *init,
-                                                             int flags) {
+                                                             float *const *c, uint16_t *const *c16, int to16,
+                                                             const float *init, int flags) {
     if (!init && !to16) { /* accumulating reduction blocks are long: the per-call set-up matters little */
         for (int64_t q = 0; q < np; q++) {
             float *cq[6];

@@ -30,7 +30,8 @@ void nconv_bf16_convert__avx512(int64_t n, const void *src, void *dst, int to_f3
     } else {
         const float *s = src;
         uint16_t *d = dst;
-        for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), nconv__avx512_to_bf16(_mm512_loadu_ps(s + i)));
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(d + i), nconv__avx512_to_bf16(_mm512_loadu_ps(s + i)));
         if (i < n) {
             uint16_t t[16];
             const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), s + i);

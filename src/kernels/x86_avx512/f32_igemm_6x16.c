@@ -169,8 +169,8 @@ void nconv_f32_igemm_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, int64_t ks
 static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t np, int64_t nc_last, int64_t kc,
                                                              int64_t ks, const float *const *a, int64_t a_off,
                                                              const float *zero, const float *w, int64_t ws,
-                                                             float *const *c, uint16_t *const *c16, int to16, const float *init,
-                                                             int flags) {
+                                                             float *const *c, uint16_t *const *c16, int to16,
+                                                             const float *init, int flags) {
     const float *const *const at = a;
     const float *const w0 = w;
     const int64_t next_tile = !to16 && (flags & NCONV_IGEMM_PREFETCH) ? 6 * (c[1] - c[0]) : 0;
