@@ -1025,7 +1025,7 @@ static void test_cols(void) {
  * W-folded input layer (swapped tiles, dy from NCHW planes; x^T read in place
  * with a pixel stride of 6, 2 and 9 floats, blocks starting mid-row), grouped,
  * and more input than output channels (swapped from 2 threads on: the same bits);
- * f32, f16 and bf16 (16-bit NCHW dy widened plane by plane for the swapped tiles). */
+ * f32, f16 and bf16 (16-bit NCHW dy widened a panel's runs at a time for the swapped tiles). */
 static void test_bw_chunks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);

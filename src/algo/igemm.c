@@ -286,25 +286,6 @@ static void wpad_task(void *arg, int tid, int nthreads) {
     }
 }
 
-/* 16-bit NCHW planes widened into dense f32 ones, planes split over threads. */
-typedef struct widen_ctx {
-    const nconv_view *src, *dst;
-    nconv_convert16_fn cv;
-} widen_ctx;
-
-static void widen_task(void *arg, int tid, int nthreads) {
-    const widen_ctx *wc = arg;
-    const nconv_view *v = wc->src;
-    const int64_t C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
-    int64_t u0, u1;
-    nconv__split(v->shape[0] * C, tid, nthreads, &u0, &u1);
-    for (int64_t u = u0; u < u1; u++) {
-        const int64_t n = u / C, ch = u % C;
-        wc->cv(S, (const uint16_t *)v->data + n * v->stride[0] + ch * v->stride[1],
-               (float *)wc->dst->data + n * wc->dst->stride[0] + ch * wc->dst->stride[1], 1);
-    }
-}
-
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *name, igemm_bufs *b) {
     const nconv_core *c = e->c;
     const nconv_direction dir = e->dir;
@@ -357,18 +338,11 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
         b->x = nconv__nxc_input(e, e->x, xb);
     }
     /* bwd_w with the swapped tiles, and bwd_d's column GEMM, read dy in NCHW planes where it is
-     * (see bw_task, bwd_d_cols); for bw_task 16-bit planes are widened plane by plane into yb (a
-     * linear pass, not the transposing copy to channels-last), the column GEMM widens runs of them
-     * as it goes. */
+     * (see bw_range, bwd_d_cols), f32 or 16-bit (those widen the runs they read as they go). */
     const nconv_view *yv = e->y;
     b->dy_planes = ((dir == NCONV_DIR_BWD_W && g.bw_swap) || g.dcols) && nconv__view_is_planar(yv) &&
                    !nconv__view_is_nxc(yv) && (yv->dt == NCONV_F32 || nconv__is_16bit(yv->dt));
     b->dyv = *yv;
-    if (b->dy_planes && yv->dt != NCONV_F32 && !g.dcols) {
-        nconv__view_dense_like(&b->dyv, yb, NCONV_F32, yv);
-        widen_ctx wc = {yv, &b->dyv, nconv__convert16(e->k, yv->dt)};
-        nconv__parallel(e, widen_task, &wc);
-    }
     b->y = dir != NCONV_DIR_FWD && !b->dy_planes && !b->dy16 ? nconv__nxc_input(e, e->y, yb) : NULL;
     return NCONV_OK;
 }

@@ -143,7 +143,7 @@ typedef struct igemm_bufs {
     const float *x, *y;
     const uint16_t *src16; /* row GEMM: its 16-bit channels-last source (x or dy), read in place (x, y NULL) */
     const uint16_t *x16, *dy16; /* bwd_w: 16-bit channels-last x and dy, widened a block at a time (x, y NULL) */
-    int dy_planes;         /* dy read from NCHW planes: dyv, the caller's (16-bit ones for igemm_cols) or f32 widened */
+    int dy_planes;         /* dy read from NCHW planes (f32 or 16-bit): dyv, the caller's view */
     nconv_view dyv;
 } igemm_bufs;
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *g, const char *name, igemm_bufs *b);

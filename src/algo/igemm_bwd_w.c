@@ -82,6 +82,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
     float *bpack = (float *)(brows + KC);                           /* [2][KC][NR], or [panels][KC][NR] */
     float *dyblk = bpack + (swap ? g->panels : 2) * NR * KC;        /* 16-bit: the block's dy rows, widened */
+    /* (16-bit NCHW dy: up to NR planes' runs of KC pixels, at most Og <= O of them) */
     float *xblk = dyblk + KC * c->O + NR;                           /* and x rows (a tap's, or all channels) */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     /* One kernel call per unit, panel pair and block (not W-folded, which goes row by row): the
@@ -229,7 +230,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     /* dy^T panels of the group from the NCHW planes, once per block and group (every
                      * tap and tile reuses them): no NHWC copy of dy, and B rows are contiguous. */
                     const nconv_view *v = bc->dy_planes;
-                    const float *dyf = (const float *)v->data + gi * g->Og * v->stride[1];
+                    const int wide16 = v->dt != NCONV_F32; /* 16-bit: a panel's rows widened into dyblk first */
                     /* db by the thread of the group's first unit (which zeroed its lanes) */
                     const int64_t first = gi * taps * bc->tiles;
                     const int db = lanes && u0 <= first && first < u1;
@@ -238,8 +239,11 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         for (int64_t j0 = 0; j0 < cols_n; j0 += NR) {
                             const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
                             float *panel = bpack + (j0 / NR * KC + k) * NR;
-                            bc->k->transpose(nc, run, dyf + (p / g->OS) * v->stride[0] + j0 * v->stride[1] + op,
-                                             v->stride[1], panel, NR);
+                            const int64_t at = (p / g->OS) * v->stride[0] + (gi * g->Og + j0) * v->stride[1] + op;
+                            for (int64_t i = 0; wide16 && i < nc; i++)
+                                bc->cv(run, (const uint16_t *)v->data + at + i * v->stride[1], dyblk + i * run, 1);
+                            if (wide16) bc->k->transpose(nc, run, dyblk, run, panel, NR);
+                            else bc->k->transpose(nc, run, (const float *)v->data + at, v->stride[1], panel, NR);
                             /* db from the rows just written (a pass over the planes apart read them from
                              * memory again: a quarter of wav2vec2's first layer) */
                             if (db) lanes_add(bc->k, lanes + gi * g->Og + j0, c->O, panel, NR, op, run, nc);
