@@ -141,22 +141,6 @@ typedef struct row_scratch {
 } row_scratch;
 _Static_assert(sizeof(int64_t) == sizeof(const float *), "row_scratch.ao shares a's memory");
 
-/* Rows [i0, i1) of a row block starting at r0, columns [c0, c1), narrowed from cbuf into the
- * 16-bit channels-last output (rows ldb apart in cbuf, at co in the output). */
-static void narrow_rows(const row_ctx *rc, const row_scratch *sc, int64_t r0, int64_t i0, int64_t i1, int64_t c0,
-                        int64_t c1) {
-    const int64_t ldb = rc->g.panels * NR, n = i1 - i0;
-    const int64_t *co = sc->co + (i0 - r0);
-    const float *cb = sc->cbuf + (i0 - r0) * ldb;
-    /* Rows ldb apart in the output, each at least one row after the last: with the first
-     * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
-    const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
-    if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
-        rc->cv(n * ldb, cb, rc->dst16 + co[0], 0);
-    else
-        for (int64_t i = 0; i < n; i++) rc->cv(c1 - c0, cb + i * ldb + c0, rc->dst16 + co[i] + c0, 0);
-}
-
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scratch *sc) {
     const float **a = sc->a, **pa = sc->pa;
@@ -200,11 +184,9 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
     /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
-     * is one block, else summed in cbuf and narrowed tile by tile in the last block (or, with
-     * the tiles streaming past the panels, after the block). */
+     * is one block, else summed in cbuf and narrowed after the block. */
     const int direct16 = rc->dst16 && !rc->planes16 && g->kchunk >= g->kc;
     const int flags16 = rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0);
-    int narrow_tiles = 0;
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -242,7 +224,6 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
             const int64_t pstep = tile_outer ? p1 - p0 : 2;
-            narrow_tiles = last && tile_outer && rc->dst16 && !rc->planes16 && !direct16;
             for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
                 const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
@@ -262,7 +243,6 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, cp,
                                     first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
-                    if (narrow_tiles) narrow_rows(rc, sc, r0, r0 + tile * MR, r0 + tile * MR + mr, q0 * NR, c1);
                 }
             }
             continue;
@@ -317,8 +297,16 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
             i += run;
         }
-    } else if (rc->dst16 && !direct16 && !narrow_tiles) { /* the block's rows, columns [c0, c1), into the output */
-        narrow_rows(rc, sc, r0, r0, r1, p0 * NR, c1);
+    } else if (rc->dst16 && !direct16) { /* the block's rows, its columns [c0, c1), narrowed into the output */
+        const int64_t c0 = p0 * NR, n = r1 - r0;
+        /* Rows ldb apart in the output, each at least one row after the last: with the first
+         * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
+        const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+        if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
+            rc->cv(n * ldb, sc->cbuf, rc->dst16 + co[0], 0);
+        else
+            for (int64_t i = r0; i < r1; i++)
+                rc->cv(c1 - c0, sc->cbuf + (i - r0) * ldb + c0, rc->dst16 + co[i - r0] + c0, 0);
     }
 }
 
