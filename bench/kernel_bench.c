@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
             printf("%-8s skipped: the CPU lacks the ISA (or NCONV_MAX_ISA caps it)\n", k->name);
             continue;
         }
-        const int lanes = isa == NCONV_ISA_AVX512 ? 16 : 8;
+        const int lanes = isa >= NCONV_ISA_AVX512 ? 16 : 8;
         double gf[MAX_KERNELS] = {0}, peak = 0;
         const char *names[MAX_KERNELS];
         int n = 0;

@@ -228,9 +228,11 @@ NCONV_API nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, 
 
 /** A context: thread count (default 1), determinism (default on), algorithm
  *  policy (default heuristic) and the plan cache. The kernels are the best
- *  the CPU has, capped by the environment's NCONV_MAX_ISA (generic, avx2 or
- *  avx512; read once, at the first call); any other value makes this and
- *  every computing call fail with NCONV_INVALID_ARGUMENT. With threads > 1 it keeps
+ *  the CPU has, capped by the environment's NCONV_MAX_ISA (generic, avx2,
+ *  avx512 or avx512_bf16, AVX-512 with the BF16 conversions, which narrow
+ *  bf16 results in one instruction; read once, at the first call); any
+ *  other value makes this and every computing call fail with
+ *  NCONV_INVALID_ARGUMENT. With threads > 1 it keeps
  *  threads - 1 worker threads, started by nconv_context_set_threads and
  *  joined by nconv_context_destroy; between calls they spin for 200 us,
  *  then sleep. One call at a time runs on them: concurrent calls on the same

@@ -88,7 +88,8 @@ nconv_status nconv__check_memory(const nconv_context *ctx, size_t bytes, const c
 nconv_status nconv__check_isa(void) {
     const char *bad = nconv__isa_cap_invalid();
     return bad ? nconv__error(NCONV_INVALID_ARGUMENT,
-                              "nconv: environment NCONV_MAX_ISA = '%s': expected generic, avx2 or avx512", bad)
+                              "nconv: environment NCONV_MAX_ISA = '%s': expected generic, avx2, avx512 or avx512_bf16",
+                              bad)
                : NCONV_OK;
 }
 

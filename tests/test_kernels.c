@@ -754,6 +754,8 @@ static void wino_isas_agree(const nconv_kernels *a, const nconv_kernels *b, uint
     CHECK((const void *)k->slot == (const void *)NCONV_KERNEL_##avx2(function), "avx2 %s", #slot);
 #define EXPECT_AVX512(slot, type, function, avx2, avx512) \
     CHECK((const void *)k->slot == (const void *)NCONV_KERNEL_##avx512(function), "avx512 %s", #slot);
+#define EXPECT_AVX512_BF16(slot, type, function, avx2, avx512) \
+    CHECK((const void *)k->slot == (const void *)NCONV_KERNEL_BF16_##avx512(function), "avx512_bf16 %s", #slot);
 #define COUNT_SLOT(slot, type, function, avx2, avx512) +1
 static void check_tables(void) {
     const nconv_kernels *k = nconv__kernels_for(NCONV_ISA_GENERIC);
@@ -766,6 +768,12 @@ static void check_tables(void) {
     k = nconv__kernels_for(NCONV_ISA_AVX512);
     CHECK(k && k->isa == NCONV_ISA_AVX512 && !strcmp(k->name, "avx512"), "the avx512 table");
     if (k) { NCONV_KERNELS(EXPECT_AVX512) }
+    k = nconv__kernels_for(NCONV_ISA_AVX512_BF16);
+    CHECK(k && k->isa == NCONV_ISA_AVX512_BF16 && !strcmp(k->name, "avx512_bf16"), "the avx512_bf16 table");
+    if (k) { NCONV_KERNELS(EXPECT_AVX512_BF16) }
+    /* the variants built with AVX512-BF16 are their own functions */
+    CHECK(k && (const void *)k->bf16_convert != (const void *)nconv_bf16_convert__avx512,
+          "avx512_bf16 bf16_convert is the AVX-512F kernel");
 #endif
     /* every slot is in a list: the table is the header fields and one pointer per line */
     CHECK(sizeof(nconv_kernels) == offsetof(nconv_kernels, name) + sizeof(const char *) +

@@ -234,31 +234,39 @@ typedef nconv_convert16_t *nconv_convert16_fn;
  * into each of its FMAs, a load per use, which a kernel built to read each input once defeats. */
 #define NCONV_IN_REGISTER(v) __asm__("" : "+v"(v))
 
-typedef enum nconv_isa { NCONV_ISA_GENERIC = 0, NCONV_ISA_AVX2 = 1, NCONV_ISA_AVX512 = 2 } nconv_isa;
-enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
+/* AVX512_BF16: AVX-512 with the BF16 conversions (and DQ, BW, VL, which every CPU with them has). */
+typedef enum nconv_isa {
+    NCONV_ISA_GENERIC = 0,
+    NCONV_ISA_AVX2 = 1,
+    NCONV_ISA_AVX512 = 2,
+    NCONV_ISA_AVX512_BF16 = 3
+} nconv_isa;
+enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
 
 /*
  * Every kernel, one line in the list of its family:
  *   X(slot, type, function, avx2, avx512)
  * puts nconv_<function>__generic (of type nconv_<type>_t) into table slot `slot` of the
  * portable table, and into the AVX2 and AVX-512 tables the function of the ISA those
- * columns name (avx2 or avx512; NONE: the slot is empty, NULL). Kernels live in
- * src/kernels/{generic,x86_avx2,x86_avx512}/, a file per kernel or per set of variants
- * of one, named for it (f32_igemm_6x16.c: the tile and its np, np16 and planes variants;
- * f32_wino_4x3.c: the F(4x4, 3x3) transforms). The declarations below, the tables
- * (registry.c), kernel_bench's rows and test_kernels' check of the tables come from
- * these lists: adding a kernel is a line here and its code for each ISA.
+ * columns name (avx2 or avx512; NONE: the slot is empty, NULL). The AVX512-BF16 table is the
+ * AVX-512 one but where that column says avx512_bf16: the AVX-512 function then has a variant
+ * built with AVX512-BF16 (its bf16 narrowing in one instruction), which that table takes.
+ * Kernels live in src/kernels/{generic,x86_avx2,x86_avx512,x86_avx512_bf16}/, a file per
+ * kernel or per set of variants of one, named for it (f32_igemm_6x16.c: the tile and its np,
+ * np16 and planes variants; f32_wino_4x3.c: the F(4x4, 3x3) transforms). The declarations
+ * below, the tables (registry.c), kernel_bench's rows and test_kernels' check of the tables
+ * come from these lists: adding a kernel is a line here and its code for each ISA.
  */
 #define NCONV_GEMM_KERNELS(X)                                                   \
     X(igemm, f32_igemm, f32_igemm_6x16, avx2, avx512)                           \
     X(igemm_np, f32_igemm_np, f32_igemm_6x16_np, avx2, avx512)                  \
-    X(igemm_np16, f32_igemm_np16, f32_igemm_6x16_np16, avx2, avx512)            \
+    X(igemm_np16, f32_igemm_np16, f32_igemm_6x16_np16, avx2, avx512_bf16)       \
     X(igemm_planes, f32_igemm_planes, f32_igemm_6x16_planes, avx2, avx512)      \
     X(gemm_ib, f32_gemm_ib, f32_gemm_ib_6x16, avx2, avx512)                     \
     X(gemm_ib_np, f32_gemm_ib_np, f32_gemm_ib_6x16_np, avx2, avx512)            \
     X(gemm, f32_gemm, f32_gemm_6x16, avx2, avx512)                              \
     X(gemm_np, f32_gemm_np, f32_gemm_6x16_np, avx2, avx512)                     \
-    X(gemm_np16, f32_gemm_np16, f32_gemm_6x16_np16, avx2, avx512)               \
+    X(gemm_np16, f32_gemm_np16, f32_gemm_6x16_np16, avx2, avx512_bf16)          \
     X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)
 #define NCONV_LAYOUT_KERNELS(X)                                                 \
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
@@ -279,7 +287,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_CONVERT_KERNELS(X)                                                \
     X(f16_convert, convert16, f16_convert, avx2, avx512)                        \
-    X(bf16_convert, convert16, bf16_convert, avx2, avx512)
+    X(bf16_convert, convert16, bf16_convert, avx2, avx512_bf16)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
     NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)      \
@@ -288,9 +296,18 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512 };
 /* The function of slot `function` for an ISA column of the lists (NONE: NULL). */
 #define NCONV_KERNEL_avx2(function) nconv_##function##__avx2
 #define NCONV_KERNEL_avx512(function) nconv_##function##__avx512
+#define NCONV_KERNEL_avx512_bf16(function) nconv_##function##__avx512
 #define NCONV_KERNEL_NONE(function) NULL
+/* The function of slot `function` in the AVX512-BF16 table, from the avx512 column. */
+#define NCONV_KERNEL_BF16_avx2(function) nconv_##function##__avx2
+#define NCONV_KERNEL_BF16_avx512(function) nconv_##function##__avx512
+#define NCONV_KERNEL_BF16_avx512_bf16(function) nconv_##function##__avx512_bf16
+#define NCONV_KERNEL_BF16_NONE(function) NULL
 #define NCONV_DECLARE_avx2(type, function) nconv_##type##_t nconv_##function##__avx2;
 #define NCONV_DECLARE_avx512(type, function) nconv_##type##_t nconv_##function##__avx512;
+#define NCONV_DECLARE_avx512_bf16(type, function) \
+    nconv_##type##_t nconv_##function##__avx512;  \
+    nconv_##type##_t nconv_##function##__avx512_bf16;
 #define NCONV_DECLARE_NONE(type, function)
 #define NCONV_DECLARE_KERNEL(slot, type, function, avx2, avx512)                \
     nconv_##type##_t nconv_##function##__generic;                               \
@@ -314,7 +331,7 @@ static inline nconv_convert16_fn nconv__convert16(const nconv_kernels *k, nconv_
     return dt == NCONV_F16 ? k->f16_convert : dt == NCONV_BF16 ? k->bf16_convert : NULL;
 }
 
-/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512 (read
+/* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512|avx512_bf16 (read
  * once per process, at the first call). */
 nconv_isa nconv__detect_isa(void);
 /* NCONV_MAX_ISA's value when it names none of those (the library's calls then

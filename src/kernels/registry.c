@@ -13,8 +13,10 @@
 #define SLOT_GENERIC(slot, type, function, avx2, avx512) .slot = nconv_##function##__generic,
 #define SLOT_AVX2(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_##avx2(function),
 #define SLOT_AVX512(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_##avx512(function),
+#define SLOT_AVX512_BF16(slot, type, function, avx2, avx512) .slot = NCONV_KERNEL_BF16_##avx512(function),
 static const nconv_kernels tables[] = {
 #if defined(__x86_64__) || defined(_M_X64)
+    {.isa = NCONV_ISA_AVX512_BF16, .f64_nr = 16, .dw_vl = 16, .name = "avx512_bf16", NCONV_KERNELS(SLOT_AVX512_BF16)},
     {.isa = NCONV_ISA_AVX512, .f64_nr = 16, .dw_vl = 16, .name = "avx512", NCONV_KERNELS(SLOT_AVX512)},
     {.isa = NCONV_ISA_AVX2, .f64_nr = 8, .dw_vl = 8, .name = "avx2", NCONV_KERNELS(SLOT_AVX2)},
 #endif
@@ -28,11 +30,12 @@ static nconv_isa isa_found = NCONV_ISA_GENERIC;
 static char isa_cap_bad[64]; /* the environment's string (its start) when it names no ISA */
 
 static void isa_detect(void) {
-    nconv_isa cap = NCONV_ISA_AVX512;
+    nconv_isa cap = NCONV_ISA_AVX512_BF16;
     const char *env = getenv("NCONV_MAX_ISA");
     if (env && !strcmp(env, "generic")) cap = NCONV_ISA_GENERIC;
     else if (env && !strcmp(env, "avx2")) cap = NCONV_ISA_AVX2;
-    else if (env && *env && strcmp(env, "avx512")) snprintf(isa_cap_bad, sizeof isa_cap_bad, "%s", env);
+    else if (env && !strcmp(env, "avx512")) cap = NCONV_ISA_AVX512;
+    else if (env && *env && strcmp(env, "avx512_bf16")) snprintf(isa_cap_bad, sizeof isa_cap_bad, "%s", env);
     isa_found = NCONV_ISA_GENERIC;
 #if defined(__x86_64__) && defined(__GNUC__)
     /* libgcc also checks that the OS saves the registers (XCR0). */
@@ -40,7 +43,12 @@ static void isa_detect(void) {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     const int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u);
     const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-    if (cap >= NCONV_ISA_AVX512 && __builtin_cpu_supports("avx512f") && avx2)
+    const int avx512 = __builtin_cpu_supports("avx512f") && avx2;
+    const int avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512dq") &&
+                            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    if (cap >= NCONV_ISA_AVX512_BF16 && avx512_bf16)
+        isa_found = NCONV_ISA_AVX512_BF16;
+    else if (cap >= NCONV_ISA_AVX512 && avx512)
         isa_found = NCONV_ISA_AVX512;
     else if (cap >= NCONV_ISA_AVX2 && avx2)
         isa_found = NCONV_ISA_AVX2;

@@ -19,8 +19,13 @@ static inline __m256 nconv__avx512_hi(__m512 v) {
 }
 
 /* Sixteen f32 lanes narrowed to bf16: round to nearest even on the dropped half, NaN kept quiet
- * (the scalar conversion's bits; not VCVTNEPS2BF16, which treats subnormal inputs as zero). */
+ * (the scalar conversion's bits). Built with AVX512-BF16 (../x86_avx512_bf16/), VCVTNEPS2BF16
+ * rounds the same way in one instruction, but it reads subnormal inputs as zero: a vector with
+ * one takes the integer lanes. */
 static inline __m256i nconv__avx512_to_bf16(__m512 f) {
+#ifdef __AVX512BF16__
+    if (!_mm512_fpclass_ps_mask(f, 0x20)) return (__m256i)_mm512_cvtneps_pbh(f); /* 0x20: subnormal */
+#endif
     const __m512i x = _mm512_castps_si512(f);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     const __m512i half = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
@@ -29,6 +34,19 @@ static inline __m256i nconv__avx512_to_bf16(__m512 f) {
         _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+/* n f32 narrowed to bf16 (the bf16_convert kernels' narrowing), the tail through a buffer
+ * (AVX-512F has no masked 16-bit stores). */
+static inline void nconv__avx512_narrow_bf16(int64_t n, const float *s, uint16_t *d) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), nconv__avx512_to_bf16(_mm512_loadu_ps(s + i)));
+    if (i < n) {
+        uint16_t t[16];
+        const __m512 v = _mm512_maskz_loadu_ps(nconv__avx512_mask(n - i), s + i);
+        _mm256_storeu_si256((__m256i *)t, nconv__avx512_to_bf16(v));
+        memcpy(d + i, t, sizeof(uint16_t) * (size_t)(n - i));
+    }
 }
 
 /* Sixteen f32 lanes narrowed to bf16 (bf16 != 0) or f16, round to nearest even. */

@@ -2,8 +2,9 @@
  * bf16 <-> f32 conversion, AVX-512F (contract in ../kernels.h): a bf16 is the
  * top half of an f32, so widening is a shift; narrowing rounds to nearest
  * even on the dropped half and keeps NaN quiet, as the scalar conversion,
- * sixteen lanes at a time (avx512_util.h). The tail is one more vector through a small buffer (AVX-512F has
- * no masked 16-bit loads or stores).
+ * sixteen lanes at a time (avx512_util.h). Each tail is one more vector
+ * through a small buffer (AVX-512F has no masked 16-bit loads or stores). The
+ * variant built with AVX512-BF16 (../x86_avx512_bf16/) widens here.
  */
 #include "../kernels.h"
 #include "avx512_util.h"
@@ -28,15 +29,6 @@ void nconv_bf16_convert__avx512(int64_t n, const void *src, void *dst, int to_f3
             _mm512_mask_storeu_ps(d + i, (__mmask16)((1u << (n - i)) - 1), v);
         }
     } else {
-        const float *s = src;
-        uint16_t *d = dst;
-        for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)(d + i), nconv__avx512_to_bf16(_mm512_loadu_ps(s + i)));
-        if (i < n) {
-            uint16_t t[16];
-            const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), s + i);
-            _mm256_storeu_si256((__m256i *)t, nconv__avx512_to_bf16(v));
-            memcpy(d + i, t, sizeof(uint16_t) * (size_t)(n - i));
-        }
+        nconv__avx512_narrow_bf16(n, src, dst);
     }
 }
