@@ -28,7 +28,8 @@ typedef struct operands {
     int64_t kc;
     const float *a, *w, *const *rows, *const *brows;
     float *c, *const *crow, *init;
-    uint16_t *const *crow16; /* C rows in 16 bits (np16) */
+    uint16_t *const *crow16;       /* C rows in 16 bits (np16) */
+    const uint16_t *const *rows16; /* A rows read as bf16 */
 } operands;
 
 /* One call of each kernel type, as the framework makes it: mr rows, two panels for np. */
@@ -40,6 +41,10 @@ static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_
 }
 static void call_f32_igemm_np16(nconv_f32_igemm_np16_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow16, o->init, NCONV_IGEMM_BF16);
+}
+/* bf16 operands: A's rows and w read as bf16 (their f32 bits reinterpreted, kc even). */
+static void call_bf16_igemm_np(nconv_bf16_igemm_np_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, 1, o->rows16, 0, NULL, (const uint16_t *)o->w, 16, NULL, o->crow16, o->init, 0);
 }
 static void call_f32_gemm_np16(nconv_f32_gemm_np16_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->w, 16, o->crow16[0], 2 * NCONV_NR, NULL, NCONV_GEMM_BF16);
@@ -102,8 +107,10 @@ int main(int argc, char **argv) {
     float *crow[NCONV_MR];
     static uint16_t c16[NCONV_MR][2 * NCONV_NR];
     uint16_t *crow16[NCONV_MR];
-    for (int r = 0; r < NCONV_MR; r++) rows[r] = a + r * kc, crow[r] = c[r], crow16[r] = c16[r];
-    const operands o = {kc, a, w, rows, brows, c[0], crow, init, crow16};
+    const uint16_t *rows16[NCONV_MR];
+    for (int r = 0; r < NCONV_MR; r++)
+        rows[r] = a + r * kc, crow[r] = c[r], crow16[r] = c16[r], rows16[r] = (const uint16_t *)rows[r];
+    const operands o = {kc, a, w, rows, brows, c[0], crow, init, crow16, rows16};
     /* This VM's clock drifts by tens of percent within seconds: each figure is
      * the best of several rounds, the peak included, so the ratio compares
      * the best each loop reached. */

@@ -205,7 +205,7 @@ void nconv__layout_copies(const nconv_oplan *o, nconv_layout layout, int with_z,
 
 /* --------------------------------------------------------------- execution */
 
-static void verbose(const nconv_oplan *o, const char *op, nconv_direction dir, const nconv_algo *a,
+static void verbose(const nconv_oplan *o, const char *op, nconv_direction dir, const nconv_algo *a, const char *path,
                     const nconv_core *c, int64_t piece, int64_t pieces) {
     const char *env = getenv("NCONV_VERBOSE");
     if (!env || strcmp(env, "1")) return;
@@ -213,6 +213,7 @@ static void verbose(const nconv_oplan *o, const char *op, nconv_direction dir, c
     char desc[512] = "";
     nconv_problem_to_desc(&o->p, desc, sizeof desc);
     fprintf(stderr, "nconv_verbose,%s,core=%s,algo=%s", op, dn[dir], a->name);
+    if (path) fprintf(stderr, ",path=%s", path);
     if (a != o->algo[dir]) fprintf(stderr, ",declined by %s", o->algo[dir]->name);
     if (pieces > 1)
         fprintf(stderr, ",piece %lld of %lld: mb%lld in %lldx%lldx%lld out %lldx%lldx%lld", (long long)piece + 1,
@@ -234,16 +235,19 @@ static void verbose(const nconv_oplan *o, const char *op, nconv_direction dir, c
 static nconv_status run_piece(const nconv_oplan *o, const char *op, nconv_exec *e, int64_t piece, int64_t pieces) {
     const nconv_algo *a = o->algo[e->dir];
     const size_t used = e->ws->used;
+    const char *path = NULL;
+    e->path = &path;
     nconv_status st;
     for (;;) {
         if (e->db_done) *e->db_done = 0;
+        path = NULL;
         st = a->run(e);
         e->ws->used = used;
         if (!nconv__declined(st)) break;
         a = nconv__algo_next(a, e->c, e->dir, st, e->accumulate);
         e->packed = NULL; /* packed for the algorithm that declined */
     }
-    if (!st) verbose(o, op, e->dir, a, e->c, piece, pieces);
+    if (!st) verbose(o, op, e->dir, a, path, e->c, piece, pieces);
     return st;
 }
 
@@ -256,7 +260,7 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
     const int64_t pieces = nconv__split_pieces(&o->c, dir, s);
     if (pieces == 1) {
         nconv_exec e = {&o->c, dir, x, w, y, epi, ws, o->threads, nconv__ctx_pool(ctx), db_lanes, db_done, 0, o->k,
-                        packed};
+                        packed, NULL};
         return run_piece(o, op, &e, 0, 1);
     }
     /* bwd_w: the first piece writes dw and db's lanes; the others add into dw, or write a dense
@@ -292,7 +296,8 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
         const int more = i > 0 && dir == NCONV_DIR_BWD_W;
         double *pl = db_lanes && done ? (more ? lanes : db_lanes) : NULL;
         nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, o->threads,
-                        nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc, o->k, packed};
+                        nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc, o->k, packed,
+                        NULL};
         nconv_status st = run_piece(o, op, &e, i, pieces);
         if (st) return st;
         done &= piece_done;

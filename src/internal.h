@@ -284,6 +284,9 @@ struct nconv_exec {
     const struct nconv_kernels *k; /* the kernel table, chosen once per process */
     /* fwd, bwd_d: w as the running algorithm's pack made it (nconv_algo.pack), or NULL */
     const void *packed;
+    /* Where the running algorithm names a path of its own that it took (NULL: none to name);
+     * NCONV_VERBOSE prints it. */
+    const char **path;
 };
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */

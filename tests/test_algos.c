@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include "../src/internal.h" /* element load/store */
+#include "../src/kernels/kernels.h" /* the kernel table: whether it has bf16 pairs */
 
 enum { LAYOUT_NCX, LAYOUT_NXC, LAYOUT_STRIDED };
 
@@ -689,6 +690,18 @@ static int run_ref_1_3_call(void *arg) {
     return 0;
 }
 
+/* Operands r, a, b of p in layout with epilogue epi (bias: bit 0; z: 2 and 3; relu: 1 and 3),
+ * run by run_ref_1_3 with NCONV_VERBOSE's lines into text. */
+static void run_epi_1_3(nconv_context *ref, nconv_context *ctx, const nconv_problem *p, int layout, int epi,
+                        uint64_t *rng, operands *r, operands *a, operands *b, char *text, size_t cap) {
+    operands_make3(r, a, b, p, layout, rng);
+    r->has_b = epi & 1, r->has_z = epi >= 2;
+    r->epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+    a->has_b = b->has_b = r->has_b, a->has_z = b->has_z = r->has_z, a->epi = b->epi = r->epi;
+    ref_1_3 call = {ref, ctx, p, r, a, b};
+    test_verbose_run(run_ref_1_3_call, &call, text, cap);
+}
+
 static void test_planes(void) {
     /* The heuristic: igemm_planes wherever it applies (checked), the other directions on the
      * algorithms after it. */
@@ -731,13 +744,8 @@ static void test_planes(void) {
             const double tol = tolerance(p.dtype);
             for (int epi = 0; epi < 4; epi++) {
                 operands r, a, b;
-                operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
-                r.has_b = epi & 1, r.has_z = epi >= 2;
-                r.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
-                a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
                 char text[1 << 14] = "";
-                ref_1_3 call = {ref, ctx, &p, &r, &a, &b};
-                test_verbose_run(run_ref_1_3_call, &call, text, sizeof text);
+                run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
                 CHECK(!any || (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes")),
                       "planes case %d dtype %d epi %d: the plane path did not run: %s", i, (int)p.dtype, epi, text);
                 const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
@@ -751,6 +759,88 @@ static void test_planes(void) {
                           !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes) &&
                           (!r.has_b || !memcmp(a.db.buf, b.db.buf, a.db.bytes)),
                       "planes case %d dtype %d epi %d: results differ between 1 and 3 threads", i, (int)p.dtype, epi);
+                operands_free(&r), operands_free(&a), operands_free(&b);
+            }
+        }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
+/* igemm's row GEMM on bf16 pairs (where the kernel table has bf16_igemm_np: the portable one
+ * and AVX512-BF16's), forward and backward-data: 1x1, strides (bwd_d's residue classes), groups,
+ * 1-3D, transposed, a reduction of several blocks (f32 rows summed, then narrowed), weights of
+ * megabytes (panel-major), NCHW (the f32 copy narrowed back per block) and NHWC (read in place),
+ * every epilogue, against the reference, the same bits for 1 and 3 threads; a plan's prepacked
+ * weights (in pairs) give the one-shot call's bits. NCONV_VERBOSE names the path where the
+ * reduction is of whole pairs (fwd: input channels per group even; bwd_d: output channels). */
+static void test_bf16_pairs(void) {
+    const int pairs = nconv__kernels()->bf16_igemm_np != NULL;
+    nconv_context *ref, *ctx;
+    contexts("ref", "igemm", &ref, &ctx);
+    uint64_t rng = 91;
+    /* ndims, C, O, G, spatial size, kernel, stride, padding, dilation, transposed */
+    const int64_t cases[][10] = {{2, 64, 40, 1, 12, 1, 1, 0, 1, 0}, {2, 32, 36, 1, 13, 3, 2, 1, 1, 0},
+                                 {2, 32, 48, 2, 10, 3, 1, 1, 1, 0}, {2, 18, 20, 1, 11, 5, 1, 2, 1, 0},
+                                 {2, 256, 32, 1, 6, 3, 1, 1, 1, 0}, {2, 24, 32, 1, 9, 3, 2, 1, 1, 1},
+                                 {2, 7, 16, 1, 9, 3, 1, 1, 1, 0},   {1, 40, 24, 1, 50, 3, 1, 1, 2, 0},
+                                 {3, 16, 16, 1, 6, 3, 1, 1, 1, 0},  {2, 512, 512, 1, 4, 3, 1, 1, 1, 0}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cases[i][0]);
+            p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
+            p.transposed = (int)cases[i][9];
+            p.dtype = NCONV_BF16;
+            for (int d = 0; d < p.ndims; d++) {
+                p.in_size[d] = cases[i][4] + d, p.kernel[d] = cases[i][5], p.stride[d] = cases[i][6];
+                p.pad_begin[d] = p.pad_end[d] = cases[i][7], p.dilation[d] = cases[i][8];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "pairs case %d: %s", i, nconv_last_error());
+            /* the core forward's reduction is over its x's channels, backward-data's over its y's (a
+             * transposed problem's core has x and y swapped) */
+            const int64_t xc = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
+            const int64_t yc = (p.transposed ? p.in_channels : p.out_channels) / p.groups;
+            const int want_fwd = pairs && xc % 2 == 0, want_bwd_d = pairs && yc % 2 == 0;
+            for (int epi = 0; epi < 4; epi += i < 2 ? 1 : 3) {
+                operands r, a, b;
+                char text[1 << 15] = "";
+                run_epi_1_3(ref, ctx, &p, layout, epi, &rng, &r, &a, &b, text, sizeof text);
+                const char *fwd = strstr(text, "core=fwd,algo=igemm,path=bf16 pairs");
+                const char *bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=bf16 pairs");
+                CHECK(!strstr(text, "path=") || pairs, "pairs case %d: a path named without the kernel", i);
+                CHECK(!!fwd == want_fwd && !!bwd_d == want_bwd_d,
+                      "pairs case %d layout %d: bf16 pairs ran fwd %d bwd_d %d, expected %d %d: %s", i, layout, !!fwd,
+                      !!bwd_d, want_fwd, want_bwd_d, text);
+                const double tol = tolerance(p.dtype);
+                const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
+                             ew = rel_err(&a.dw, &r.dw, p.dtype);
+                CHECK(ey <= tol && ex <= tol && ew <= tol,
+                      "pairs case %d layout %d epi %d: y err %g, dx err %g, dw err %g", i, layout, epi, ey, ex, ew);
+                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+                      "pairs case %d layout %d epi %d: results differ between 1 and 3 threads", i, layout, epi);
+                if (epi == 0) { /* plans with the weights given once: packed in pairs then */
+                    tensor py, pdx;
+                    tensor_make(&py, a.y.rank, a.y.shape, p.dtype, layout, &rng, 1);
+                    tensor_make(&pdx, a.dx.rank, a.dx.shape, p.dtype, layout, &rng, 1);
+                    for (int bwd = 0; bwd < 2; bwd++) {
+                        nconv_plan_desc d;
+                        nconv_plan_desc_init(&d, bwd ? NCONV_OP_BACKWARD : NCONV_OP_FORWARD);
+                        d.layout = layout == LAYOUT_NXC ? NCONV_LAYOUT_NXC : NCONV_LAYOUT_NCX;
+                        if (bwd) d.outputs = NCONV_OUT_DX;
+                        nconv_plan *pl = NULL;
+                        const nconv_variant_pack vp = {.x = &a.x.t, .y = bwd ? &a.y.t : &py.t,
+                                                       .dy = bwd ? &a.dy.t : NULL, .dx = bwd ? &pdx.t : NULL};
+                        CHECK(nconv_plan_create(ctx, &p, &d, &pl) == NCONV_OK &&
+                                  nconv_plan_set_weights(pl, &a.w.t, NULL) == NCONV_OK &&
+                                  nconv_plan_execute(pl, &vp) == NCONV_OK,
+                              "pairs case %d plan: %s", i, nconv_last_error());
+                        nconv_plan_destroy(pl);
+                    }
+                    CHECK(!memcmp(py.buf, a.y.buf, a.y.bytes) && !memcmp(pdx.buf, a.dx.buf, a.dx.bytes),
+                          "pairs case %d layout %d: a plan's prepacked weights give other bits than the call's", i,
+                          layout);
+                    free(py.buf), free(pdx.buf);
+                }
                 operands_free(&r), operands_free(&a), operands_free(&b);
             }
         }
@@ -1242,6 +1332,7 @@ int main(void) {
     test_depthwise();
     test_pointwise();
     test_planes();
+    test_bf16_pairs();
     test_planes16_out();
     test_cols();
     test_wide_channels();

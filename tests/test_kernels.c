@@ -969,6 +969,77 @@ static void sweep_igemm_np16(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w);
 }
 
+/* bf16_igemm_np (where the table has it) against f64 sums of the same bf16 products: within
+ * 1e-5 of the sum of |terms| into f32 rows from init and accumulated onto C, relu or not, one tap
+ * and two, partial rows and last panels, the zero row; into bf16 rows the f32 result narrowed
+ * by the scalar conversion, bit for bit; nothing written past the last panel's nc_last or row mr. */
+static void sweep_bf16_igemm_np(const nconv_kernels *k, uint64_t *rng) {
+    if (!k->bf16_igemm_np) return;
+    enum { KC = 30, NP = 3, AOFF = 2, LD = NP * 16 + 4, ROW = KC + AOFF };
+    uint16_t a[2 * 6 * ROW], zero[KC] = {0}, h[6][LD];
+    uint16_t *w = malloc(sizeof(uint16_t) * NP * 2 * KC * 16);
+    float init[NP * 16], c[6][LD], c0[6][LD];
+    double want[6][LD], mag[6][LD];
+    for (int64_t i = 0; i < 2 * 6 * ROW; i++) a[i] = nconv__f32_to_bf16((float)test_uniform(rng));
+    for (int64_t i = 0; i < NP * 2 * KC * 16; i++) w[i] = i % 7 == 0 ? 0 : nconv__f32_to_bf16((float)test_uniform(rng));
+    for (int64_t j = 0; j < NP * 16; j++) init[j] = (float)test_uniform(rng);
+    const uint16_t *ap[2 * 6];
+    for (int64_t i = 0; i < 2 * 6; i++) ap[i] = i == 4 ? zero : a + i * ROW;
+    for (int64_t ks = 1; ks <= 2; ks++)
+        for (int64_t mr = 1; mr <= 6; mr++)
+            for (int64_t np = 1; np <= NP; np++)
+                for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                    for (int f = 0; f < 4; f++) {
+                        const int relu = f & 1 ? NCONV_IGEMM_RELU : 0, from_c = f & 2;
+                        const int64_t cols = (np - 1) * 16 + nc_last, ws = ks * KC * 16;
+                        float *cr[6];
+                        uint16_t *hr[6];
+                        for (int r = 0; r < 6; r++) {
+                            cr[r] = c[r], hr[r] = h[r];
+                            for (int64_t j = 0; j < LD; j++) c[r][j] = c0[r][j] = (float)(r * LD + j) / 64.0f;
+                        }
+                        for (int r = 0; r < 6; r++)
+                            for (int64_t j = 0; j < cols; j++) {
+                                const int64_t q = j / 16, col = j % 16;
+                                double sum = from_c ? c0[r][j] : init[j], m = fabs(sum);
+                                for (int64_t t = 0; t < ks; t++) {
+                                    const uint16_t *row = ap[t * 6 + r] == zero ? zero : ap[t * 6 + r] + AOFF;
+                                    for (int64_t kk = 0; kk < KC; kk++) {
+                                        const uint16_t wb = w[q * ws + ((t * KC + kk) / 2 * 16 + col) * 2 + kk % 2];
+                                        const double term =
+                                            (double)nconv__bf16_to_f32(row[kk]) * nconv__bf16_to_f32(wb);
+                                        sum += term, m += fabs(term);
+                                    }
+                                }
+                                want[r][j] = relu && sum < 0 ? 0.0 : sum, mag[r][j] = m;
+                            }
+                        k->bf16_igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, w, ws, cr, NULL, from_c ? NULL : init,
+                                         relu);
+                        int64_t bad = -1;
+                        for (int64_t i = 0; i < 6 * LD && bad < 0; i++) {
+                            const int64_t r = i / LD, j = i % LD;
+                            if (r >= mr || j >= cols ? c[r][j] != c0[r][j]
+                                                     : !(fabs(c[r][j] - want[r][j]) <= 1e-5 * mag[r][j] + 1e-30))
+                                bad = i;
+                        }
+                        CHECK(bad < 0,
+                              "%s bf16_igemm_np ks %lld mr %lld np %lld nc_last %lld relu %d from C %d: "
+                              "row %lld col %lld",
+                              k->name, (long long)ks, (long long)mr, (long long)np, (long long)nc_last, relu, from_c,
+                              (long long)(bad / LD), (long long)(bad % LD));
+                        if (from_c) continue;
+                        memset(h, 0xab, sizeof h);
+                        k->bf16_igemm_np(mr, np, nc_last, KC, ks, ap, AOFF, zero, w, ws, NULL, hr, init, relu);
+                        bad = first_bad16(h[0], c[0], LD, mr, cols, 1);
+                        CHECK(bad < 0,
+                              "%s bf16_igemm_np into bf16 ks %lld mr %lld np %lld nc_last %lld relu %d: "
+                              "row %lld col %lld",
+                              k->name, (long long)ks, (long long)mr, (long long)np, (long long)nc_last, relu,
+                              (long long)(bad / LD), (long long)(bad % LD));
+                    }
+    free(w);
+}
+
 /* gemm_np16 against gemm_np narrowed by the scalar conversions, as sweep_igemm_np16: f16 and
  * bf16, relu or not, A packed or a matrix's rows (lda 6 and 9), partial rows and last panels,
  * edge-case sums in the columns whose B is zero (through rinit: a row's start value); nothing
@@ -1025,6 +1096,7 @@ int main(void) {
         sweep_gemm_ib7_np(k, &krng);
         sweep_gemm_np(k, &krng);
         sweep_gemm_np16(k, &krng);
+        sweep_bf16_igemm_np(k, &krng);
         sweep_wino(k, &krng);
         sweep_f64_gemm(k, &krng);
         sweep_convert(k, &krng);

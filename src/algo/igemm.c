@@ -74,6 +74,7 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
     if (g->wfold) g->ks_rows = c->k[0] * c->k[1];
     if (g->wfold && dir == NCONV_DIR_FWD) g->kc = c->k[2] * g->Cg;
     g->dcols = 0; /* igemm_cols sets it */
+    g->dot16 = 0; /* nconv__igemm_set_dot16 sets it */
     /* Column blocks of 2 MiB: each block is two parallel regions (GEMM, scatter), and
      * blocks of 256 KiB made conv1 slower on 2 threads than on 1. */
     g->col_rows = (2 << 20) / ((int64_t)sizeof(float) * g->KS * g->Cg);
@@ -83,6 +84,7 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
     if (g->ks_rows * g->kc > K_BLOCK) {
         g->kchunk = K_BLOCK / g->ks_rows;
         if (g->kchunk >= 8) g->kchunk -= g->kchunk % 8;
+        if (c->dt == NCONV_BF16 && g->kchunk >= 2) g->kchunk -= g->kchunk % 2; /* whole pairs (dot16) */
         if (g->kchunk < 1) g->kchunk = 1;
     }
     /* Rows one pixel apart are C floats apart: with taps, a multiple of 4 KiB
@@ -204,6 +206,11 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
     return nconv__ws_round(s->x) + nconv__ws_round(s->y) + nconv__ws_round(s->w) + nconv__ws_round(s->packed) +
            nconv__ws_round(s->lanes) + nconv__ws_round(s->init) + nconv__ws_round(s->zero) + nconv__ws_round(s->jobs) +
            nconv__ws_round(s->shares) + nconv__ws_round(s->cols) + (size_t)threads * nconv__ws_round(s->scratch);
+}
+
+void nconv__igemm_set_dot16(const nconv_core *c, geo *g, const nconv_kernels *k) {
+    g->dot16 = c->dt == NCONV_BF16 && k->bf16_igemm_np && g->dir != NCONV_DIR_BWD_W && !g->dcols && !g->wfold &&
+               g->kc % 2 == 0 && g->kchunk % 2 == 0;
 }
 
 int nconv__igemm_panel_major(const nconv_core *c, const geo *g) {
@@ -350,6 +357,7 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
 static nconv_status igemm_run(const nconv_exec *e) {
     geo g;
     nconv__igemm_geometry(e->c, e->dir, e->threads, &g);
+    nconv__igemm_set_dot16(e->c, &g, e->k);
     igemm_bufs b;
     nconv_status st = nconv__igemm_setup(e, &g, "igemm", &b);
     if (st) return st;
@@ -375,6 +383,7 @@ static nconv_status igemm_pack(const nconv_exec *e, void *dst) {
     const nconv_core *c = e->c;
     geo g;
     nconv__igemm_geometry(c, e->dir, e->threads, &g);
+    nconv__igemm_set_dot16(c, &g, e->k);
     ws_sizes s;
     nconv__igemm_sizes(c, &g, 1, 0, &s);
     int64_t *toff = nconv__arena_take(e->ws, s.w);

@@ -46,6 +46,8 @@ typedef struct geo {
     int pointwise;     /* 1x1, stride 1, no padding: row i of A and of C is pixel i (no tap arithmetic) */
     int dcols;         /* bwd_d with thin input channels: column GEMM + scatter-add (see bwd_d_cols) */
     int64_t col_rows;  /* dcols: output pixels per column block */
+    int dot16;         /* row GEMM of bf16: bf16 A rows and weights packed in pairs of k, the kernel table's
+                        * bf16_igemm_np (see nconv__igemm_set_dot16) */
 } geo;
 
 /* Whether the row GEMM runs panel-major (weights of megabytes, few rows; see nconv__igemm_rows_run). */
@@ -60,6 +62,10 @@ unsigned nconv__igemm_copies16(const nconv_core *c, const geo *g, unsigned copie
 int64_t nconv__igemm_pack_floats(const geo *g, nconv_dtype dt);
 /* The geometry of (c, dir) at `threads` (bwd_w's blocking depends on it; the rest does not). */
 void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads, geo *g);
+/* Sets g->dot16 where the row GEMM of bf16 can run on bf16 pairs: kernel table k has
+ * bf16_igemm_np, every reduction block is of whole pairs, no W-folded copy. The weights are
+ * then packed in pairs, with plans too: it depends on the problem and the table alone. */
+void nconv__igemm_set_dot16(const nconv_core *c, geo *g, const nconv_kernels *k);
 /* bwd_d with one group and thin input channels: the shape igemm_cols computes (g->dcols). */
 int nconv__igemm_cols_shape(const nconv_core *c, nconv_direction dir);
 

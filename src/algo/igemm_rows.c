@@ -179,8 +179,15 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         for (int64_t t = 0; t < j->ks; t++) ao[(tile * j->ks + t) * MR + r] = ao[(tile * j->ks + t) * MR];
     }
     const int64_t na = ntiles * j->ks * MR, ldb = g->panels * NR;
-    const int pack = g->pack_a || rc->src16; /* A packed per reduction block from ao, else read through a */
-    for (int64_t i = 0; !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
+    /* On bf16 pairs (g->dot16) the 16-bit source is read as it lies and an f32 one (the widened
+     * copy of NCHW x or dy) narrowed back per reduction block; else A is packed per block from ao
+     * (pack_a, and widened from 16-bit sources) or read through a. */
+    const int dot16 = g->dot16;
+    const uint16_t **a16 = (const uint16_t **)sc->a, **pa16 = (const uint16_t **)sc->pa;
+    const uint16_t *const zero16 = (const uint16_t *)rc->zero;
+    const int pack = dot16 ? !rc->src16 : g->pack_a || rc->src16;
+    for (int64_t i = 0; dot16 && !pack && i < na; i++) a16[i] = ao[i] == NO_ROW ? zero16 : rc->src16 + ao[i];
+    for (int64_t i = 0; !dot16 && !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
     for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
     /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
@@ -192,8 +199,18 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
         const int first = k0 == 0, last = k0 + kcc == g->kc;
         const float *const *ap = a;
+        const uint16_t *const *ap16 = a16;
         int64_t a_off = k0;
-        if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
+        if (pack && dot16) {
+            const int64_t ld = kcc + PACK_PAD; /* even: the pairs stay 4-byte aligned */
+            for (int64_t i = 0; i < na; i++) {
+                uint16_t *dst = (uint16_t *)sc->pbuf + i * ld;
+                if (ao[i] == NO_ROW) memset(dst, 0, sizeof(uint16_t) * (size_t)kcc);
+                else rc->cv(kcc, rc->src + ao[i] + k0, dst, 0);
+                pa16[i] = dst;
+            }
+            ap16 = pa16, a_off = 0;
+        } else if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
             /* Rows one after another in the source (1x1, all channels in one block, no tile
              * past r1, whose rows repeat): widened by one call, as they lie (a call per row of
              * a few vectors cost as much again). */
@@ -219,7 +236,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * j->ks * kcc * NR;
         const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10) &&
                                !(p1 - p0 <= 4 && wbytes > (32 << 10));
-        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1 && !rc->src16; /* each tile once per block */
+        const int prefetch = g->prefetch_a && tile_outer && j->ks == 1 && !rc->src16 && !dot16; /* once per block */
         if (!rc->planes) {
             /* A kernel call runs all of a tile's panels, or two while the tiles
              * stream (the AVX-512 kernels share each load of A between two). */
@@ -232,6 +249,26 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
                     const float *const *at = ap + tile * j->ks * MR;
                     const float *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
+                    if (dot16) { /* panels in pairs where their f32 form began (pair_rows) */
+                        const uint16_t *const *at16 = ap16 + tile * j->ks * MR;
+                        const uint16_t *wq16 = (const uint16_t *)(j->w + q0 * j->ks * g->kc * NR) + j->ks * k0 * NR;
+                        const int64_t ws16 = 2 * j->ks * g->kc * NR;
+                        const float *init = rc->init + (j->g * g->panels + q0) * NR;
+                        uint16_t *cp16[MR];
+                        float *cp[MR];
+                        for (int64_t r = 0; r < MR; r++) {
+                            const int64_t rr = tile * MR + (r < mr ? r : 0);
+                            if (direct16) cp16[r] = rc->dst16 + co[rr] + q0 * NR;
+                            else cp[r] = crow[rr] + q0 * NR;
+                        }
+                        if (direct16)
+                            rc->k->bf16_igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at16, a_off, zero16, wq16, ws16,
+                                                 NULL, cp16, init, rc->flags);
+                        else
+                            rc->k->bf16_igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at16, a_off, zero16, wq16, ws16,
+                                                 cp, NULL, first ? init : NULL, last ? rc->flags : 0);
+                        continue;
+                    }
                     if (direct16) {
                         uint16_t *cp[MR];
                         for (int64_t r = 0; r < MR; r++) cp[r] = rc->dst16 + co[tile * MR + (r < mr ? r : 0)] + q0 * NR;
@@ -606,13 +643,29 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
     return finite;
 }
 
+/* A packed panel's rows (NR floats each, bf16 values, rows 2i and 2i + 1 a pair of k) narrowed in
+ * place into bf16_igemm_np's pairs: row 2i's column jj and row 2i + 1's side by side. Each pair's
+ * floats are read before its bf16 values, which lie at or before them, are written. */
+static void pair_rows(float *panel, int64_t rows) {
+    uint16_t *d = (uint16_t *)panel;
+    for (int64_t i = 0; i < rows; i += 2) {
+        float lo[NR], hi[NR];
+        memcpy(lo, panel + i * NR, sizeof lo);
+        memcpy(hi, panel + (i + 1) * NR, sizeof hi);
+        for (int64_t jj = 0; jj < NR; jj++)
+            d[i * NR + 2 * jj] = nconv__f32_to_bf16(lo[jj]), d[i * NR + 2 * jj + 1] = nconv__f32_to_bf16(hi[jj]);
+    }
+}
+
 /* Panels [p0, p1) of job j; returns whether every value packed is finite. */
 static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p0,
                        int64_t p1) {
-    if (dir == NCONV_DIR_BWD_D && (w->v->dt == NCONV_F32 || nconv__is_16bit(w->v->dt)))
-        return pack_bwd_d_rows(c, g, w, j, p0, p1);
     int finite = 1;
-    for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+    if (dir == NCONV_DIR_BWD_D && (w->v->dt == NCONV_F32 || nconv__is_16bit(w->v->dt)))
+        finite = pack_bwd_d_rows(c, g, w, j, p0, p1);
+    else
+        for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+    for (int64_t p = p0; g->dot16 && p < p1; p++) pair_rows((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc);
     return finite;
 }
 
@@ -706,7 +759,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int dst16 = planes16 || (nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z));
     int fuse = 0;
     float *dst = dst16 ? NULL : nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
-    const int planes = !fuse && planar && out->dt == NCONV_F32 && g.kchunk == g.kc;
+    const int planes = !fuse && planar && out->dt == NCONV_F32 && g.kchunk == g.kc && !g.dot16;
     const int in_kernel = fuse || planes || dst16; /* bias and relu applied by the kernel */
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
@@ -796,6 +849,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
         shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
+    if (g.dot16 && e->path) *e->path = "bf16 pairs";
     /* found while packing: the next algorithm writes every output again (z may not alias it) */
     if (dir == NCONV_DIR_BWD_D && panel_major && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);

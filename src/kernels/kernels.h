@@ -55,6 +55,23 @@ typedef void nconv_f32_igemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64
 typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
 
 /*
+ * igemm_np on bf16 A rows and weights, two products of bf16 pairs per step (VDPBF16PS where
+ * the CPU has AVX512-BF16), f32 sums: panel q of the c rows gets
+ *   init + q * 16 (C when init is NULL) + sum_{t < ks, k < kc} A(t, r)[k] * B_q(t, k)
+ * then relu with NCONV_IGEMM_RELU (other flags are ignored). A(t, r) = a[t * 6 + r] + a_off as
+ * igemm's (the zero row, kc zeros, not offset), kc even; B_q is packed in pairs of k at
+ * w + q * ws: [t][k / 2][16][2], the (k, k + 1) values of each column side by side. Each pair's
+ * products are added to the running sum as the instruction does: the sums differ from
+ * igemm_np's in rounding (and subnormal bf16 inputs or f32 results may be flushed to zero), well
+ * within bf16's precision. Into f32 rows c (c16 NULL), or with c16 narrowed to bf16 rows as
+ * convert16 narrows (c NULL, init required).
+ */
+typedef void nconv_bf16_igemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
+                                   const uint16_t *const *a, int64_t a_off, const uint16_t *zero, const uint16_t *w,
+                                   int64_t ws, float *const *c, uint16_t *const *c16, const float *init, int flags);
+typedef nconv_bf16_igemm_np_t *nconv_bf16_igemm_np_fn;
+
+/*
  * igemm_np into 16-bit rows: the same sums, bit for bit, narrowed as they are stored (as
  * convert16 narrows: round to nearest even, NaN kept quiet) to bf16 with NCONV_IGEMM_BF16, else
  * to f16. init is required (the whole reduction in one call); NCONV_IGEMM_RELU applies, the
@@ -250,7 +267,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
  * portable table, and into the AVX2 and AVX-512 tables the function of the ISA those
  * columns name (avx2 or avx512; NONE: the slot is empty, NULL). The AVX512-BF16 table is the
  * AVX-512 one but where that column says avx512_bf16: the AVX-512 function then has a variant
- * built with AVX512-BF16 (its bf16 narrowing in one instruction), which that table takes.
+ * built with AVX512-BF16 (its bf16 narrowing in one instruction), which that table takes;
+ * avx512_bf16_only: only that table has the kernel (the AVX-512 one: NULL).
  * Kernels live in src/kernels/{generic,x86_avx2,x86_avx512,x86_avx512_bf16}/, a file per
  * kernel or per set of variants of one, named for it (f32_igemm_6x16.c: the tile and its np,
  * np16 and planes variants; f32_wino_4x3.c: the F(4x4, 3x3) transforms). The declarations
@@ -267,7 +285,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(gemm, f32_gemm, f32_gemm_6x16, avx2, avx512)                              \
     X(gemm_np, f32_gemm_np, f32_gemm_6x16_np, avx2, avx512)                     \
     X(gemm_np16, f32_gemm_np16, f32_gemm_6x16_np16, avx2, avx512_bf16)          \
-    X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)
+    X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)         \
+    X(bf16_igemm_np, bf16_igemm_np, bf16_igemm_6x16_np, NONE, avx512_bf16_only)
 #define NCONV_LAYOUT_KERNELS(X)                                                 \
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
     X(chsum, f32_chsum, f32_chsum, avx2, avx512)
@@ -297,14 +316,17 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
 #define NCONV_KERNEL_avx2(function) nconv_##function##__avx2
 #define NCONV_KERNEL_avx512(function) nconv_##function##__avx512
 #define NCONV_KERNEL_avx512_bf16(function) nconv_##function##__avx512
+#define NCONV_KERNEL_avx512_bf16_only(function) NULL
 #define NCONV_KERNEL_NONE(function) NULL
 /* The function of slot `function` in the AVX512-BF16 table, from the avx512 column. */
 #define NCONV_KERNEL_BF16_avx2(function) nconv_##function##__avx2
 #define NCONV_KERNEL_BF16_avx512(function) nconv_##function##__avx512
 #define NCONV_KERNEL_BF16_avx512_bf16(function) nconv_##function##__avx512_bf16
+#define NCONV_KERNEL_BF16_avx512_bf16_only(function) nconv_##function##__avx512_bf16
 #define NCONV_KERNEL_BF16_NONE(function) NULL
 #define NCONV_DECLARE_avx2(type, function) nconv_##type##_t nconv_##function##__avx2;
 #define NCONV_DECLARE_avx512(type, function) nconv_##type##_t nconv_##function##__avx512;
+#define NCONV_DECLARE_avx512_bf16_only(type, function) nconv_##type##_t nconv_##function##__avx512_bf16;
 #define NCONV_DECLARE_avx512_bf16(type, function) \
     nconv_##type##_t nconv_##function##__avx512;  \
     nconv_##type##_t nconv_##function##__avx512_bf16;
