@@ -153,6 +153,8 @@ int nconv__view_is_planar(const nconv_view *v);
 int nconv__view_is_planar_f32(const nconv_view *v);
 typedef struct nconv_exec nconv_exec;
 void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst);
+/* A 16-bit (f16, bf16) view as a dense channels-last copy in its own dtype, bits unchanged. */
+void nconv__gather_nxc_16(const nconv_exec *e, const nconv_view *v, uint16_t *dst);
 void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const float *src, const nconv_epi *epi);
 
 /* Operands of the channels-last algorithms: the caller's memory when it is

@@ -426,6 +426,61 @@ void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst)
                 }
 }
 
+/* The 16-bit channels-last copy of NCHW planes with an even channel count, bits unchanged: each
+ * pair of channels' runs interleaved into 32-bit lanes, which the f32 transpose moves as they
+ * are (a lane is a pixel's two channels, side by side in the copy). */
+typedef struct gather16_ctx {
+    const nconv_exec *e;
+    const nconv_view *v;
+    uint16_t *dst;
+    int64_t C, S, blocks;
+} gather16_ctx;
+
+static void gather16_task(void *arg, int tid, int nthreads) {
+    const gather16_ctx *t = arg;
+    const nconv_view *v = t->v;
+    const nconv_f32_transpose_fn tr = t->e->k->transpose;
+    const int64_t C = t->C, S = t->S;
+    float tmp[CBLOCK / 2 * TBLOCK]; /* 32-bit lanes: the transpose moves their bits as they are */
+    int64_t u0, u1;
+    nconv__split(v->shape[0] * t->blocks, tid, nthreads, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t n = u / t->blocks, s0 = (u % t->blocks) * TBLOCK, len = S - s0 < TBLOCK ? S - s0 : TBLOCK;
+        const uint16_t *img = (const uint16_t *)v->data + n * v->stride[0] + s0;
+        uint16_t *dense = t->dst + (n * S + s0) * C;
+        for (int64_t c0 = 0; c0 < C; c0 += CBLOCK) {
+            const int64_t pairs = (C - c0 < CBLOCK ? C - c0 : CBLOCK) / 2;
+            for (int64_t j = 0; j < pairs; j++) {
+                const uint16_t *lo = img + (c0 + 2 * j) * v->stride[1], *hi = lo + v->stride[1];
+                float *d = tmp + j * TBLOCK;
+                for (int64_t q = 0; q < len; q++) {
+                    const uint32_t both = (uint32_t)lo[q] | (uint32_t)hi[q] << 16;
+                    memcpy(d + q, &both, sizeof both);
+                }
+            }
+            tr(pairs, len, tmp, TBLOCK, (float *)(dense + c0), C / 2);
+        }
+    }
+}
+
+void nconv__gather_nxc_16(const nconv_exec *e, const nconv_view *v, uint16_t *dst) {
+    const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
+    if (spatial_dense(v) && C % 2 == 0) {
+        gather16_ctx t = {e, v, dst, C, S, nconv__div_up(S, TBLOCK)};
+        nconv__parallel(e, gather16_task, &t);
+        return;
+    }
+    const uint16_t *src = v->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < v->shape[2]; i++)
+            for (int64_t j = 0; j < v->shape[3]; j++)
+                for (int64_t k = 0; k < v->shape[4]; k++) {
+                    const int64_t base = n * v->stride[0] + i * v->stride[2] + j * v->stride[3] + k * v->stride[4];
+                    uint16_t *d = dst + ((n * v->shape[2] + i) * v->shape[3] + j) * v->shape[4] * C + k * C;
+                    for (int64_t c = 0; c < C; c++) d[c] = src[base + c * v->stride[1]];
+                }
+}
+
 void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const float *src, const nconv_epi *epi) {
     const int64_t N = v->shape[0], C = v->shape[1], S = v->shape[2] * v->shape[3] * v->shape[4];
     if (epi && !epi->bias && !epi->z && !epi->relu) epi = NULL;

@@ -769,8 +769,8 @@ static void test_planes(void) {
 /* igemm's row GEMM on bf16 pairs (where the kernel table has bf16_igemm_np: the portable one
  * and AVX512-BF16's), forward and backward-data: 1x1, strides (bwd_d's residue classes), groups,
  * 1-3D, transposed, a reduction of several blocks (f32 rows summed, then narrowed), weights of
- * megabytes (panel-major), NCHW (the f32 copy narrowed back per block) and NHWC (read in place),
- * every epilogue, against the reference, the same bits for 1 and 3 threads; a plan's prepacked
+ * megabytes (panel-major), NCHW and strided (copied channels-last in bf16) and NHWC (read in
+ * place), every epilogue, against the reference, the same bits for 1 and 3 threads; a plan's prepacked
  * weights (in pairs) give the one-shot call's bits. NCONV_VERBOSE names the path where the
  * reduction is of whole pairs (fwd: input channels per group even; bwd_d: output channels). */
 static void test_bf16_pairs(void) {
@@ -785,7 +785,7 @@ static void test_bf16_pairs(void) {
                                  {2, 7, 16, 1, 9, 3, 1, 1, 1, 0},   {1, 40, 24, 1, 50, 3, 1, 1, 2, 0},
                                  {3, 16, 16, 1, 6, 3, 1, 1, 1, 0},  {2, 512, 512, 1, 4, 3, 1, 1, 1, 0}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
-        for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
+        for (int layout = LAYOUT_NCX; layout <= (i < 2 ? LAYOUT_STRIDED : LAYOUT_NXC); layout++) {
             nconv_problem p;
             nconv_problem_init(&p, (int)cases[i][0]);
             p.batch = 2, p.in_channels = cases[i][1], p.out_channels = cases[i][2], p.groups = cases[i][3];
@@ -818,7 +818,7 @@ static void test_bf16_pairs(void) {
                       "pairs case %d layout %d epi %d: y err %g, dx err %g, dw err %g", i, layout, epi, ey, ex, ew);
                 CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
                       "pairs case %d layout %d epi %d: results differ between 1 and 3 threads", i, layout, epi);
-                if (epi == 0) { /* plans with the weights given once: packed in pairs then */
+                if (epi == 0 && layout != LAYOUT_STRIDED) { /* plans with the weights given once: in pairs */
                     tensor py, pdx;
                     tensor_make(&py, a.y.rank, a.y.shape, p.dtype, layout, &rng, 1);
                     tensor_make(&pdx, a.dx.rank, a.dx.shape, p.dtype, layout, &rng, 1);

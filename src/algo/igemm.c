@@ -328,8 +328,15 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
         b->x16 = g.wfold ? NULL : e->x->data;
         b->dy16 = e->y->data;
     }
-    if (reads16) {
+    /* bf16 pairs read a 16-bit source as it is: in place where it is channels-last, else from a
+     * channels-last copy in its dtype (its bits: no widening) */
+    if (reads16 || (g.dot16 && nconv__is_16bit(src->dt))) {
         b->src16 = src->data;
+        if (!reads16 && !nconv__view_is_nxc(src)) {
+            uint16_t *copy = (uint16_t *)(dir == NCONV_DIR_FWD ? xb : yb);
+            nconv__gather_nxc_16(e, src, copy);
+            b->src16 = copy;
+        }
         b->y = NULL, b->dy_planes = 0;
         return NCONV_OK;
     }

@@ -179,14 +179,14 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         for (int64_t t = 0; t < j->ks; t++) ao[(tile * j->ks + t) * MR + r] = ao[(tile * j->ks + t) * MR];
     }
     const int64_t na = ntiles * j->ks * MR, ldb = g->panels * NR;
-    /* On bf16 pairs (g->dot16) the 16-bit source is read as it lies and an f32 one (the widened
-     * copy of NCHW x or dy) narrowed back per reduction block; else A is packed per block from ao
-     * (pack_a, and widened from 16-bit sources) or read through a. */
+    /* On bf16 pairs (g->dot16) the 16-bit source (channels-last, see nconv__igemm_setup) is read
+     * as it lies; else A is packed per reduction block from ao (pack_a, and widened from 16-bit
+     * sources) or read through a. */
     const int dot16 = g->dot16;
-    const uint16_t **a16 = (const uint16_t **)sc->a, **pa16 = (const uint16_t **)sc->pa;
+    const uint16_t **a16 = (const uint16_t **)sc->a;
     const uint16_t *const zero16 = (const uint16_t *)rc->zero;
-    const int pack = dot16 ? !rc->src16 : g->pack_a || rc->src16;
-    for (int64_t i = 0; dot16 && !pack && i < na; i++) a16[i] = ao[i] == NO_ROW ? zero16 : rc->src16 + ao[i];
+    const int pack = !dot16 && (g->pack_a || rc->src16);
+    for (int64_t i = 0; dot16 && i < na; i++) a16[i] = ao[i] == NO_ROW ? zero16 : rc->src16 + ao[i];
     for (int64_t i = 0; !dot16 && !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
     for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
@@ -199,24 +199,14 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
         const int first = k0 == 0, last = k0 + kcc == g->kc;
         const float *const *ap = a;
-        const uint16_t *const *ap16 = a16;
-        int64_t a_off = k0;
-        if (pack && dot16) {
-            const int64_t ld = kcc + PACK_PAD; /* even: the pairs stay 4-byte aligned */
-            for (int64_t i = 0; i < na; i++) {
-                uint16_t *dst = (uint16_t *)sc->pbuf + i * ld;
-                if (ao[i] == NO_ROW) memset(dst, 0, sizeof(uint16_t) * (size_t)kcc);
-                else rc->cv(kcc, rc->src + ao[i] + k0, dst, 0);
-                pa16[i] = dst;
-            }
-            ap16 = pa16, a_off = 0;
-        } else if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
+        const int64_t a_off = pack ? 0 : k0;
+        if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
             /* Rows one after another in the source (1x1, all channels in one block, no tile
              * past r1, whose rows repeat): widened by one call, as they lie (a call per row of
              * a few vectors cost as much again). */
             rc->cv(na * kcc, rc->src16 + ao[0] + k0, sc->pbuf, 1);
             for (int64_t i = 0; i < na; i++) pa[i] = sc->pbuf + (ao[i] - ao[0]);
-            ap = pa, a_off = 0;
+            ap = pa;
         } else if (pack) { /* pa[tile][t][r] -> row of pbuf holding A(t, r)[k0, k0 + kcc) */
             const int64_t ld = kcc + PACK_PAD;
             for (int64_t i = 0; i < na; i++) {
@@ -226,7 +216,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                 else memcpy(dst, rc->src + ao[i] + k0, sizeof(float) * (size_t)kcc);
                 pa[i] = dst;
             }
-            ap = pa, a_off = 0;
+            ap = pa;
         }
         /* A tile that fits in L1 stays there while every panel of w streams
          * past it from L2 (1x1 and thin problems); otherwise one panel of w
@@ -250,7 +240,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     const float *const *at = ap + tile * j->ks * MR;
                     const float *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
                     if (dot16) { /* panels in pairs where their f32 form began (pair_rows) */
-                        const uint16_t *const *at16 = ap16 + tile * j->ks * MR;
+                        const uint16_t *const *at16 = a16 + tile * j->ks * MR;
                         const uint16_t *wq16 = (const uint16_t *)(j->w + q0 * j->ks * g->kc * NR) + j->ks * k0 * NR;
                         const int64_t ws16 = 2 * j->ks * g->kc * NR;
                         const float *init = rc->init + (j->g * g->panels + q0) * NR;
