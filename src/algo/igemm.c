@@ -328,11 +328,17 @@ nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *gp, const char *
         b->x16 = g.wfold ? NULL : e->x->data;
         b->dy16 = e->y->data;
     }
-    /* bf16 pairs read a 16-bit source as it is: in place where it is channels-last, else from a
-     * channels-last copy in its dtype (its bits: no widening) */
-    if (reads16 || (g.dot16 && nconv__is_16bit(src->dt))) {
+    /* A 16-bit source of the row GEMM that is not channels-last (NCHW planes, strided views) is
+     * copied channels-last in its dtype (its bits: half the bytes of a widened copy), then read as
+     * a channels-last one: as it lies on bf16 pairs (in place too where panel-major), else, for
+     * 1x1 layers, widened as A is packed. Others keep a widened copy: with taps A packs each
+     * value once per tap that reads it, and panel-major once per unit. */
+    const int row16 = nconv__is_16bit(src->dt) && dir != NCONV_DIR_BWD_W && !g.dcols && !g.wfold;
+    const int copy16 = row16 && !nconv__view_is_nxc(src) &&
+                       (g.dot16 || (g.ks_rows == 1 && !nconv__igemm_panel_major(c, gp)));
+    if (reads16 || copy16 || (row16 && g.dot16)) {
         b->src16 = src->data;
-        if (!reads16 && !nconv__view_is_nxc(src)) {
+        if (copy16) {
             uint16_t *copy = (uint16_t *)(dir == NCONV_DIR_FWD ? xb : yb);
             nconv__gather_nxc_16(e, src, copy);
             b->src16 = copy;
