@@ -428,7 +428,7 @@ void nconv__gather_nxc_f32(const nconv_exec *e, const nconv_view *v, float *dst)
 
 /* The 16-bit channels-last copy of NCHW planes with an even channel count, bits unchanged: each
  * pair of channels' runs interleaved into 32-bit lanes, which the f32 transpose moves as they
- * are (a lane is a pixel's two channels, side by side in the copy). */
+ * are (a lane is a pixel's two channels, side by side in the copy), CBLOCK pairs at a time. */
 typedef struct gather16_ctx {
     const nconv_exec *e;
     const nconv_view *v;
@@ -441,15 +441,15 @@ static void gather16_task(void *arg, int tid, int nthreads) {
     const nconv_view *v = t->v;
     const nconv_f32_transpose_fn tr = t->e->k->transpose;
     const int64_t C = t->C, S = t->S;
-    float tmp[CBLOCK / 2 * TBLOCK]; /* 32-bit lanes: the transpose moves their bits as they are */
+    float tmp[CBLOCK * TBLOCK]; /* 32-bit lanes: the transpose moves their bits as they are */
     int64_t u0, u1;
     nconv__split(v->shape[0] * t->blocks, tid, nthreads, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
         const int64_t n = u / t->blocks, s0 = (u % t->blocks) * TBLOCK, len = S - s0 < TBLOCK ? S - s0 : TBLOCK;
         const uint16_t *img = (const uint16_t *)v->data + n * v->stride[0] + s0;
         uint16_t *dense = t->dst + (n * S + s0) * C;
-        for (int64_t c0 = 0; c0 < C; c0 += CBLOCK) {
-            const int64_t pairs = (C - c0 < CBLOCK ? C - c0 : CBLOCK) / 2;
+        for (int64_t c0 = 0; c0 < C; c0 += 2 * CBLOCK) {
+            const int64_t pairs = (C - c0 < 2 * CBLOCK ? C - c0 : 2 * CBLOCK) / 2;
             for (int64_t j = 0; j < pairs; j++) {
                 const uint16_t *lo = img + (c0 + 2 * j) * v->stride[1], *hi = lo + v->stride[1];
                 float *d = tmp + j * TBLOCK;
