@@ -32,12 +32,13 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
  * prefetch them for writing. It never changes a result.
  */
 enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4, NCONV_IGEMM_BF16 = 8 };
-/* For the kernels: the six rows of tap row set a as a0 .. a5, each a_off channels in (a
- * reduction block), the zero row left as it is. */
-#define NCONV_IGEMM_ROWS(a)                                                                              \
-    const float *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off; \
-    const float *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off; \
-    const float *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
+/* For the kernels: the six rows of tap row set a (of element type T: float, or uint16_t for bf16
+ * pairs) as a0 .. a5, each a_off elements in (a reduction block), the zero row left as it is. */
+#define NCONV_IGEMM_ROWS_OF(T, a)                                                                        \
+    const T *a0 = (a)[0] == zero ? zero : (a)[0] + a_off, *a1 = (a)[1] == zero ? zero : (a)[1] + a_off;  \
+    const T *a2 = (a)[2] == zero ? zero : (a)[2] + a_off, *a3 = (a)[3] == zero ? zero : (a)[3] + a_off;  \
+    const T *a4 = (a)[4] == zero ? zero : (a)[4] + a_off, *a5 = (a)[5] == zero ? zero : (a)[5] + a_off;
+#define NCONV_IGEMM_ROWS(a) NCONV_IGEMM_ROWS_OF(float, a)
 typedef void nconv_f32_igemm_t(int64_t mr, int64_t nc, int64_t kc, int64_t ks, const float *const *a,
                                    int64_t a_off, const float *zero, const float *w, float *const *c,
                                    const float *init, int flags);

@@ -60,9 +60,7 @@ static inline __attribute__((always_inline)) void panels(int64_t mr, int64_t q, 
     }
     const uint16_t *wq = w + q * ws, *wr = wq + ws;
     for (int64_t t = 0; t < ks; t++, a += 6) {
-        const uint16_t *a0 = a[0] == zero ? zero : a[0] + a_off, *a1 = a[1] == zero ? zero : a[1] + a_off;
-        const uint16_t *a2 = a[2] == zero ? zero : a[2] + a_off, *a3 = a[3] == zero ? zero : a[3] + a_off;
-        const uint16_t *a4 = a[4] == zero ? zero : a[4] + a_off, *a5 = a[5] == zero ? zero : a[5] + a_off;
+        NCONV_IGEMM_ROWS_OF(uint16_t, a)
         for (int64_t k = 0; k < kc; k += 2, wq += 32, wr += 32) {
             const __m512bh bq = load_pairs(wq), br = two ? load_pairs(wr) : bq;
             DOT_ROW(0);
