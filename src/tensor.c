@@ -322,10 +322,11 @@ static int nxc_dense(const nconv_view *v) {
     return 1;
 }
 
-/* The same copies for 16-bit storage (f16, bf16), converted by the dtype's kernel on the way:
- * channels-last images convert as they are, NCHW planes go through the f32 transpose eight
- * channels at a time. Scatter applies bias and relu (no z) in f32 before narrowing, as the
- * element-wise path does. */
+/* The same copies for 16-bit storage (f16, bf16), converted by the dtype's kernels on the way:
+ * channels-last images convert as they are, NCHW planes go through the transposes that widen
+ * or narrow in registers. Scatter applies bias and relu (no z) in f32 before narrowing, as the
+ * element-wise path does: with them, NCHW planes are transposed in f32 CBLOCK channels at a
+ * time, then narrowed. */
 typedef struct convert_ctx {
     const nconv_exec *e;
     const nconv_view *v;
@@ -336,8 +337,8 @@ typedef struct convert_ctx {
     int scatter, nxc;
 } convert_ctx;
 
-/* Channels per transpose of a plane block: the AVX-512 kernel's whole 16 x 16 tiles (a strip of 8
- * runs through its masked partial tiles at half the rate). */
+/* Channels per f32 transpose of a plane block: the AVX-512 kernel's whole 16 x 16 tiles (a strip
+ * of 8 runs through its masked partial tiles at half the rate). */
 enum { CBLOCK = 16 };
 
 static void convert_task(void *arg, int tid, int nthreads) {
@@ -346,6 +347,7 @@ static void convert_task(void *arg, int tid, int nthreads) {
     const nconv_epi *epi = t->epi;
     const nconv_convert16_fn cv = nconv__convert16(t->e->k, v->dt);
     const nconv_f32_transpose_fn tr = t->e->k->transpose;
+    const nconv_transpose16_fn t16 = nconv__transpose16(t->e->k, v->dt);
     const int64_t C = t->C, S = t->S;
     float tmp[CBLOCK * TBLOCK], bias[TBLOCK];
     int64_t u0, u1;
@@ -372,23 +374,21 @@ static void convert_task(void *arg, int tid, int nthreads) {
                     cv(cn, tmp, img + (s0 + q) * C + c0, 0);
                 }
             }
+        } else if (!t->scatter) {
+            t16(C, s1 - s0, img + s0, v->stride[1], dense, C, 1);
+        } else if (!epi) {
+            t16(s1 - s0, C, from, C, img + s0, v->stride[1], 0);
         } else {
             for (int64_t c0 = 0; c0 < C; c0 += CBLOCK) {
                 const int64_t cn = C - c0 < CBLOCK ? C - c0 : CBLOCK;
-                if (!t->scatter) {
-                    for (int64_t j = 0; j < cn; j++) cv(s1 - s0, img + (c0 + j) * v->stride[1] + s0, tmp + j * TBLOCK, 1);
-                    tr(cn, s1 - s0, tmp, TBLOCK, dense + c0, C);
-                    continue;
-                }
                 tr(s1 - s0, cn, from + c0, C, tmp, TBLOCK);
                 for (int64_t j = 0; j < cn; j++) {
                     float *row = tmp + j * TBLOCK;
-                    if (epi) {
-                        const float b = epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, (c0 + j) * epi->bias->stride[0]) : 0.0f;
-                        for (int64_t q = 0; q < s1 - s0; q++) {
-                            const float val = row[q] + b;
-                            row[q] = epi->relu && val < 0 ? 0.0f : val;
-                        }
+                    const nconv_view *bv = epi->bias;
+                    const float b = bv ? (float)nconv__load(bv->data, bv->dt, (c0 + j) * bv->stride[0]) : 0.0f;
+                    for (int64_t q = 0; q < s1 - s0; q++) {
+                        const float val = row[q] + b;
+                        row[q] = epi->relu && val < 0 ? 0.0f : val;
                     }
                     cv(s1 - s0, row, img + (c0 + j) * v->stride[1] + s0, 0);
                 }

@@ -10,7 +10,8 @@
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
  * - the depthwise tile kernels of every ISA (sweep_dwtile_kernels);
- * - the transposes (layout changes) of every ISA (sweep_transpose);
+ * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
+ *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's;
  * - the tables against the kernel lists of kernels.h (check_tables). */
@@ -423,6 +424,55 @@ static void sweep_transpose(const nconv_kernels *k, uint64_t *rng) {
             CHECK(ok, "%s transpose rows %lld cols %lld: wrong or outside", k->name, (long long)rows, (long long)cols);
             free(src), free(dst);
         }
+}
+
+/* f16 / bf16 transposes: each element moved and converted as the scalar conversions do, bit for
+ * bit (a NaN only as a NaN), both ways, on random bit patterns of every class (subnormals, Inf,
+ * NaN among them); nothing written outside rows x cols of dst; sizes around the 8 x 8 and
+ * 16 x 16 tiles and 32 x 32 blocks. */
+static int nan16(uint16_t h, int bf16) { return bf16 ? (h & 0x7fff) > 0x7f80 : (h & 0x7fff) > 0x7c00; }
+
+static void sweep_transpose16(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t sz[] = {1, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47, 70};
+    enum { N = sizeof sz / sizeof sz[0] };
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (int ri = 0; ri < N; ri++)
+            for (int ci = 0; ci < N; ci++) {
+                const nconv_transpose16_fn t16 = bf16 ? k->bf16_transpose : k->f16_transpose;
+                const int64_t rows = sz[ri], cols = sz[ci], lds = cols + 3, ldd = rows + 5;
+                uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(rows * lds));
+                uint16_t *hd = malloc(sizeof(uint16_t) * (size_t)(cols * ldd));
+                float *f = malloc(sizeof(float) * (size_t)(rows * lds)), *fd = malloc(sizeof(float) * (size_t)(cols * ldd));
+                for (int64_t i = 0; i < rows * lds; i++) {
+                    uint32_t bits = (uint32_t)test_rng(rng);
+                    if (i % 2) bits = (bits & 0x807fffffu) | ((uint32_t)test_int(rng, 90, 160) << 23); /* near 1 */
+                    memcpy(&f[i], &bits, 4);
+                    h[i] = (uint16_t)test_rng(rng);
+                }
+                for (int64_t i = 0; i < cols * ldd; i++) fd[i] = -7.0f, hd[i] = 0xabab;
+                t16(rows, cols, h, lds, fd, ldd, 1);
+                t16(rows, cols, f, lds, hd, ldd, 0);
+                int wide_ok = 1, narrow_ok = 1;
+                for (int64_t j = 0; j < cols; j++)
+                    for (int64_t i = 0; i < ldd; i++) {
+                        const float got = fd[j * ldd + i];
+                        const uint16_t g16 = hd[j * ldd + i];
+                        if (i >= rows) {
+                            wide_ok &= got == -7.0f, narrow_ok &= g16 == 0xabab;
+                            continue;
+                        }
+                        const uint16_t src = h[i * lds + j];
+                        const float w = bf16 ? nconv__bf16_to_f32(src) : nconv__f16_to_f32(src);
+                        wide_ok &= isnan(w) ? isnan(got) != 0 : memcmp(&w, &got, 4) == 0;
+                        const uint16_t n = bf16 ? nconv__f32_to_bf16(f[i * lds + j]) : nconv__f32_to_f16(f[i * lds + j]);
+                        narrow_ok &= nan16(n, bf16) ? nan16(g16, bf16) : g16 == n;
+                    }
+                CHECK(wide_ok, "%s %s transpose widening rows %lld cols %lld: wrong or outside", k->name,
+                      bf16 ? "bf16" : "f16", (long long)rows, (long long)cols);
+                CHECK(narrow_ok, "%s %s transpose narrowing rows %lld cols %lld: wrong or outside", k->name,
+                      bf16 ? "bf16" : "f16", (long long)rows, (long long)cols);
+                free(h), free(hd), free(f), free(fd);
+            }
 }
 
 static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
@@ -1089,6 +1139,7 @@ int main(void) {
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);
         sweep_transpose(k, &krng);
+        sweep_transpose16(k, &krng);
         sweep_igemm_np(k, &krng);
         sweep_igemm_np16(k, &krng);
         sweep_igemm_planes_np(k, &krng);

@@ -82,7 +82,6 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const float **brows = (const float **)(pix + 4 * KC);           /* [KC] rows of bpack */
     float *bpack = (float *)(brows + KC);                           /* [2][KC][NR], or [panels][KC][NR] */
     float *dyblk = bpack + (swap ? g->panels : 2) * NR * KC;        /* 16-bit: the block's dy rows, widened */
-    /* (16-bit NCHW dy: up to NR planes' runs of KC pixels, at most Og <= O of them) */
     float *xblk = dyblk + KC * c->O + NR;                           /* and x rows (a tap's, or all channels) */
     for (int64_t k = 0; k < KC; k++) brows[k] = bpack + k * NR;
     /* One kernel call per unit, panel pair and block (not W-folded, which goes row by row): the
@@ -230,7 +229,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                     /* dy^T panels of the group from the NCHW planes, once per block and group (every
                      * tap and tile reuses them): no NHWC copy of dy, and B rows are contiguous. */
                     const nconv_view *v = bc->dy_planes;
-                    const int wide16 = v->dt != NCONV_F32; /* 16-bit: a panel's rows widened into dyblk first */
+                    const nconv_transpose16_fn t16 = nconv__transpose16(bc->k, v->dt); /* 16-bit: widened */
                     /* db by the thread of the group's first unit (which zeroed its lanes) */
                     const int64_t first = gi * taps * bc->tiles;
                     const int db = lanes && u0 <= first && first < u1;
@@ -240,9 +239,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                             const int64_t nc = cols_n - j0 < NR ? cols_n - j0 : NR;
                             float *panel = bpack + (j0 / NR * KC + k) * NR;
                             const int64_t at = (p / g->OS) * v->stride[0] + (gi * g->Og + j0) * v->stride[1] + op;
-                            for (int64_t i = 0; wide16 && i < nc; i++)
-                                bc->cv(run, (const uint16_t *)v->data + at + i * v->stride[1], dyblk + i * run, 1);
-                            if (wide16) bc->k->transpose(nc, run, dyblk, run, panel, NR);
+                            if (t16) t16(nc, run, (const uint16_t *)v->data + at, v->stride[1], panel, NR, 1);
                             else bc->k->transpose(nc, run, (const float *)v->data + at, v->stride[1], panel, NR);
                             /* db from the rows just written (a pass over the planes apart read them from
                              * memory again: a quarter of wav2vec2's first layer) */

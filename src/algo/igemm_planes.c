@@ -446,12 +446,10 @@ static int64_t bw_chunks(const nconv_core *c) {
     return n > 1 ? n : 1;
 }
 
-/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band,
- * and for 16-bit operands the rows of a transpose widened (BW_BAND >= NR rows of a block). */
+/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
 static size_t bw_scratch_bytes(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
-    const int64_t wide = c->dt == NCONV_F32 ? 0 : BW_BAND;
-    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND + wide));
+    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND));
 }
 
 typedef struct pbw_ctx {
@@ -467,17 +465,12 @@ typedef struct pbw_ctx {
     size_t stride;
 } pbw_ctx;
 
-/* Rows [r, r + nrows) of len elements of a plane view from offset off (rows a channel apart), as
- * f32 rows *ld floats apart: v's own memory, or with cv its rows widened into wide (kc apart). */
-static const float *plane_rows(const nconv_view *v, nconv_convert16_fn cv, int64_t off, int64_t nrows, int64_t len,
-                               float *wide, int64_t kc, int64_t *ld) {
-    if (!cv) {
-        *ld = v->stride[1];
-        return (const float *)v->data + off;
-    }
-    for (int64_t r = 0; r < nrows; r++) cv(len, (const uint16_t *)v->data + off + r * v->stride[1], wide + r * kc, 1);
-    *ld = kc;
-    return wide;
+/* Rows off + r * stride[1] (r < nrows, a channel apart) of a plane view, len elements each,
+ * transposed into dst ([len][ldd] f32), widened on the way when v is 16-bit. */
+static void rows_transposed(const nconv_kernels *k, const nconv_view *v, int64_t off, int64_t nrows, int64_t len,
+                            float *dst, int64_t ldd) {
+    if (v->dt == NCONV_F32) k->transpose(nrows, len, (const float *)v->data + off, v->stride[1], dst, ldd);
+    else nconv__transpose16(k, v->dt)(nrows, len, (const uint16_t *)v->data + off, v->stride[1], dst, ldd, 1);
 }
 
 /* Row tiles [t0, t1) and column panels [q0, q1) over pixels [m_lo, m_hi) into acc and, when
@@ -492,7 +485,6 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
     float *apack = (float *)scratch;             /* [otiles][kc][MR] */
     float *bpack = apack + b->otiles * kc * MR;  /* [cpanels][kc][NR] */
     float *band = bpack + b->cpanels * kc * NR;  /* [kc][BW_BAND] */
-    float *wide = band + kc * BW_BAND;           /* 16-bit: [BW_BAND][kc] */
     const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
     for (int64_t g = 0; g < c->G; g++) {
         float *acc = acc_all + g * Og * Cg;
@@ -507,12 +499,10 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
                 const int64_t len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
                 const int64_t xs = n * x->stride[0] + g * Cg * x->stride[1] + p0;
                 const int64_t ys = n * y->stride[0] + g * Og * y->stride[1] + p0;
-                int64_t ld;
                 /* A: dy^T of the rows, BW_BAND channels per transpose, then split into tiles of MR */
                 for (int64_t ob = o0; ob < o1; ob += BW_BAND) {
                     const int64_t nb = o1 - ob < BW_BAND ? o1 - ob : BW_BAND;
-                    const float *rows = plane_rows(y, b->cv, ys + ob * y->stride[1], nb, len, wide, kc, &ld);
-                    k->transpose(nb, len, rows, ld, band, BW_BAND);
+                    rows_transposed(k, y, ys + ob * y->stride[1], nb, len, band, BW_BAND);
                     if (lanes) k->chsum(len, nb, band, BW_BAND, lanes + g * Og + ob, c->O);
                     for (int64_t r = 0; r < nb; r += MR) {
                         float *dst = apack + ((ob + r - o0) / MR) * kc * MR + i0 * MR;
@@ -530,8 +520,7 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
                 for (int64_t q = q0; q < q1; q++) {
                     const int64_t nc = Cg - q * NR < NR ? Cg - q * NR : NR;
                     float *dst = bpack + (q - q0) * kc * NR + i0 * NR;
-                    const float *rows = plane_rows(x, b->cv, xs + q * NR * x->stride[1], nc, len, wide, kc, &ld);
-                    k->transpose(nc, len, rows, ld, dst, NR);
+                    rows_transposed(k, x, xs + q * NR * x->stride[1], nc, len, dst, NR);
                     if (nc < NR)
                         for (int64_t i = 0; i < len; i++)
                             memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));

@@ -47,8 +47,6 @@ typedef struct row_ctx {
     int *finite; /* per thread: every weight it packed was finite */
 } row_ctx;
 
-enum { PLANE_RUN = 256 }; /* 16-bit NCHW outputs: pixels per transpose of a row block's f32 rows */
-
 /* Rows are decoded as element offsets into the source and the output (NO_ROW: a row of zeros),
  * then made pointers into f32 operands or, for 16-bit ones, packed widened (see row_block). */
 enum { NO_ROW = -1 };
@@ -308,20 +306,13 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
         }
     }
-    if (rc->planes16) { /* the block's columns [c0, c1) transposed, a run of pixels of one image at a time */
+    if (rc->planes16) { /* the block's columns [c0, c1) transposed and narrowed, a run of an image at a time */
         const int64_t c0 = p0 * NR;
-        float tmp[NR * PLANE_RUN];
+        const nconv_transpose16_fn t16 = nconv__transpose16(rc->k, rc->c->dt);
         for (int64_t i = r0; i < r1;) {
-            const int64_t img = i / rc->S, px = i % rc->S;
-            const int64_t run = r1 - i < rc->S - px ? (r1 - i < PLANE_RUN ? r1 - i : PLANE_RUN)
-                                                    : (rc->S - px < PLANE_RUN ? rc->S - px : PLANE_RUN);
-            for (int64_t cc = c0; cc < c1; cc += NR) {
-                const int64_t nc = c1 - cc < NR ? c1 - cc : NR;
-                rc->k->transpose(run, nc, sc->cbuf + (i - r0) * ldb + cc, ldb, tmp, run);
-                for (int64_t q = 0; q < nc; q++)
-                    rc->cv(run, tmp + q * run,
-                           rc->dst16 + img * rc->pimg + (j->g * g->rows_cols + cc + q) * rc->pch + px, 0);
-            }
+            const int64_t img = i / rc->S, px = i % rc->S, run = r1 - i < rc->S - px ? r1 - i : rc->S - px;
+            t16(run, c1 - c0, sc->cbuf + (i - r0) * ldb + c0, ldb,
+                rc->dst16 + img * rc->pimg + (j->g * g->rows_cols + c0) * rc->pch + px, rc->pch, 0);
             i += run;
         }
     } else if (rc->dst16 && !direct16) { /* the block's rows, its columns [c0, c1), narrowed into the output */

@@ -248,6 +248,12 @@ typedef nconv_f32_chsum_t *nconv_f32_chsum_fn;
  * except for the payload of a NaN. */
 typedef void nconv_convert16_t(int64_t n, const void *src, void *dst, int to_f32);
 typedef nconv_convert16_t *nconv_convert16_fn;
+/* The f32 transpose (dst[j][i] = src[i][j], i < rows, j < cols; strides in elements) between a
+ * 16-bit storage type and f32, converted as convert16 does, bit for bit: to_f32: src 16-bit,
+ * dst f32; else src f32, dst 16-bit. */
+typedef void nconv_transpose16_t(int64_t rows, int64_t cols, const void *src, int64_t lds, void *dst, int64_t ldd,
+                                 int to_f32);
+typedef nconv_transpose16_t *nconv_transpose16_fn;
 /* For the vector kernels: keeps a loaded vector in a register. Compilers otherwise fold the load
  * into each of its FMAs, a load per use, which a kernel built to read each input once defeats. */
 #define NCONV_IN_REGISTER(v) __asm__("" : "+v"(v))
@@ -307,7 +313,9 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_CONVERT_KERNELS(X)                                                \
     X(f16_convert, convert16, f16_convert, avx2, avx512)                        \
-    X(bf16_convert, convert16, bf16_convert, avx2, avx512_bf16)
+    X(bf16_convert, convert16, bf16_convert, avx2, avx512_bf16)                 \
+    X(f16_transpose, transpose16, f16_transpose, avx2, avx512)                  \
+    X(bf16_transpose, transpose16, bf16_transpose, avx2, avx512)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
     NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)      \
@@ -352,6 +360,11 @@ enum { NCONV_MR = 6, NCONV_NR = 16 };
 /* The conversion kernel of a 16-bit storage dtype (f16, bf16) in table k; NULL for other dtypes. */
 static inline nconv_convert16_fn nconv__convert16(const nconv_kernels *k, nconv_dtype dt) {
     return dt == NCONV_F16 ? k->f16_convert : dt == NCONV_BF16 ? k->bf16_convert : NULL;
+}
+
+/* The 16-bit <-> f32 transpose of a 16-bit storage dtype in table k; NULL for other dtypes. */
+static inline nconv_transpose16_fn nconv__transpose16(const nconv_kernels *k, nconv_dtype dt) {
+    return dt == NCONV_F16 ? k->f16_transpose : dt == NCONV_BF16 ? k->bf16_transpose : NULL;
 }
 
 /* The best ISA the CPU has, capped by NCONV_MAX_ISA=generic|avx2|avx512|avx512_bf16 (read

@@ -67,6 +67,33 @@ static inline void nconv__avx512_store16(uint16_t *c, int64_t nc, __m512 v, int 
     memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
 }
 
+/* A 16 x 16 tile in registers transposed in place: r[i] lane j becomes r[j] lane i (unpack,
+ * shuffle within 128-bit lanes, then two lane shuffles). */
+static inline __attribute__((always_inline)) void nconv__avx512_transpose_16x16(__m512 r[16]) {
+    __m512 t[16];
+    /* pairs of rows interleaved, per 128-bit lane */
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4g + m], lane L: column 4L + m of rows 4g .. 4g + 3 */
+    for (int g = 0; g < 4; g++) {
+        r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    /* column 4L + m: lane L of r[m], r[4 + m], r[8 + m], r[12 + m] */
+    for (int m = 0; m < 4; m++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
+        const __m512 v2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
+        const __m512 v3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
+        t[m] = _mm512_shuffle_f32x4(v0, v2, 0x88), t[4 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        t[8 + m] = _mm512_shuffle_f32x4(v0, v2, 0xdd), t[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
 /*
  * The 6 x 16 tiles of the AVX-512 kernels split each reduction in two:
  * even k into one set of six accumulators, odd k into another, summed at the

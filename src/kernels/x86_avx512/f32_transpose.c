@@ -16,33 +16,14 @@
 /* Rows i < nr, columns j < nc of a tile (16 and 16: a whole one). */
 static inline __attribute__((always_inline)) void tile_16x16(const float *src, int64_t lds, float *dst, int64_t ldd,
                                                              int64_t nr, int64_t nc) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     /* rows past nr load nothing (from row 0, masked off): one branchless sequence the compiler keeps in registers */
     const __mmask16 mc = nconv__avx512_mask(nc), mr = nconv__avx512_mask(nr);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(i < nr ? mc : 0, src + (i < nr ? i : 0) * lds);
-    /* pairs of rows interleaved, per 128-bit lane */
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* r[4g + m], lane L: column 4L + m of rows 4g .. 4g + 3 */
-    for (int g = 0; g < 4; g++) {
-        r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
-        r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-    }
-    /* column 4L + m: lane L of r[m], r[4 + m], r[8 + m], r[12 + m] */
-    for (int m = 0; m < 4; m++) {
-        const __m512 v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
-        const __m512 v2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
-        const __m512 v3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
-        t[m] = _mm512_shuffle_f32x4(v0, v2, 0x88), t[4 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-        t[8 + m] = _mm512_shuffle_f32x4(v0, v2, 0xdd), t[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-    }
+    nconv__avx512_transpose_16x16(r);
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (j < nc ? j : 0) * ldd, j < nc ? mr : 0, t[j]);
+    for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (j < nc ? j : 0) * ldd, j < nc ? mr : 0, r[j]);
 }
 
 void nconv_f32_transpose__avx512(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd) {

@@ -1,0 +1,102 @@
+/*
+ * The transposes between a 16-bit storage type and f32, AVX2 with F16C (contract in
+ * ../kernels.h), for f16_transpose.c and bf16_transpose.c: the f32 transpose's 8 x 8 register
+ * tiles over 32 x 32 blocks with each 16-bit row widened as it is loaded, or narrowed as it is
+ * stored, so the conversion takes no pass over memory of its own. Partial 16-bit rows go
+ * through a buffer.
+ */
+#ifndef NCONV_AVX2_TRANSPOSE16_H
+#define NCONV_AVX2_TRANSPOSE16_H
+
+#include "../kernels.h"
+#include "avx2_util.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define NCONV_INLINE static inline __attribute__((always_inline))
+
+enum { TB = 32 };
+
+/* Eight 16-bit values widened exactly (bf16: a shift into the top half). */
+NCONV_INLINE __m256 widen16(__m128i h, int bf16) {
+    return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
+/* Rows i < nr, columns j < nc of a tile (8 and 8: a whole one). */
+NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, int64_t nr, int64_t nc, int to_f32,
+                         int bf16) {
+    __m256 r[8];
+    if (to_f32) {
+        const uint16_t *s = src;
+        for (int i = 0; i < 8; i++) {
+            __m128i h = _mm_setzero_si128();
+            if (i < nr && nc == 8) {
+                h = _mm_loadu_si128((const __m128i *)(s + i * lds));
+            } else if (i < nr) {
+                uint16_t t[8] = {0};
+                memcpy(t, s + i * lds, sizeof(uint16_t) * (size_t)nc);
+                h = _mm_loadu_si128((const __m128i *)t);
+            }
+            r[i] = widen16(h, bf16);
+        }
+        nconv__avx2_transpose_8x8(r);
+        float *d = dst;
+        if (nr == 8 && nc == 8) {
+            for (int j = 0; j < 8; j++) _mm256_storeu_ps(d + j * ldd, r[j]);
+        } else {
+            const __m256i m = nconv__avx2_mask(nr);
+            for (int j = 0; j < nc; j++) _mm256_maskstore_ps(d + j * ldd, m, r[j]);
+        }
+        return;
+    }
+    const float *s = src;
+    if (nr == 8 && nc == 8) {
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * lds);
+    } else {
+        const __m256i m = nconv__avx2_mask(nc);
+        for (int i = 0; i < 8; i++) r[i] = i < nr ? _mm256_maskload_ps(s + i * lds, m) : _mm256_setzero_ps();
+    }
+    nconv__avx2_transpose_8x8(r);
+    uint16_t *d = dst;
+    for (int j = 0; j < nc; j++) {
+        const __m128i h = nconv__avx2_to_16bit(r[j], bf16);
+        if (nr == 8) {
+            _mm_storeu_si128((__m128i *)(d + j * ldd), h);
+        } else {
+            uint16_t t[8];
+            _mm_storeu_si128((__m128i *)t, h);
+            memcpy(d + j * ldd, t, sizeof(uint16_t) * (size_t)nr);
+        }
+    }
+}
+
+/* 8 x 8 tiles over a block of at most TB x TB; elements of 2 (16-bit) or 4 bytes. */
+NCONV_INLINE void block16(int64_t rows, int64_t cols, const char *s, int64_t lds, char *d, int64_t ldd, int to_f32,
+                          int bf16) {
+    const int64_t es = to_f32 ? 2 : 4, ed = to_f32 ? 4 : 2;
+    const int64_t r8 = rows - rows % 8, c8 = cols - cols % 8;
+    /* whole tiles by a call with constant sizes, which the compiler folds to plain loads and stores */
+    for (int64_t i = 0; i < r8; i += 8) {
+        for (int64_t j = 0; j < c8; j += 8)
+            tile16(s + (i * lds + j) * es, lds, d + (j * ldd + i) * ed, ldd, 8, 8, to_f32, bf16);
+        if (c8 < cols) tile16(s + (i * lds + c8) * es, lds, d + (c8 * ldd + i) * ed, ldd, 8, cols - c8, to_f32, bf16);
+    }
+    for (int64_t j = 0; j < cols && r8 < rows; j += 8)
+        tile16(s + (r8 * lds + j) * es, lds, d + (j * ldd + r8) * ed, ldd, rows - r8, cols - j < 8 ? cols - j : 8,
+               to_f32, bf16);
+}
+
+/* dst[j][i] = src[i][j] for i < rows, j < cols, converted, in blocks of 32 x 32 (as the f32
+ * transpose, for whole cache lines per block row). */
+NCONV_INLINE void transpose16(int64_t rows, int64_t cols, const void *src, int64_t lds, void *dst, int64_t ldd,
+                              int to_f32, int bf16) {
+    const int64_t es = to_f32 ? 2 : 4, ed = to_f32 ? 4 : 2;
+    for (int64_t i0 = 0; i0 < rows; i0 += TB)
+        for (int64_t j0 = 0; j0 < cols; j0 += TB)
+            block16(rows - i0 < TB ? rows - i0 : TB, cols - j0 < TB ? cols - j0 : TB,
+                    (const char *)src + (i0 * lds + j0) * es, lds, (char *)dst + (j0 * ldd + i0) * ed, ldd, to_f32,
+                    bf16);
+}
+
+#endif
