@@ -264,8 +264,8 @@ NCONV_API nconv_status nconv_context_create_with_allocator(nconv_context **ctx, 
  *  free. Memory the context keeps is released first. */
 NCONV_API nconv_status nconv_context_set_allocator(nconv_context *ctx, const nconv_allocator *allocator);
 /** The most bytes one call on ctx may allocate (0, the default: no limit).
- *  An f32 call whose workspace would exceed it runs in smaller pieces (see
- *  nconv_workspace_size); one that still needs more fails with
+ *  An f32 call (f16 / bf16: forward and backward-data) whose workspace would
+ *  exceed it runs in smaller pieces (see nconv_workspace_size); one that still needs more fails with
  *  NCONV_OUT_OF_MEMORY before allocating anything, and its message says
  *  what the call's smallest pieces need. Whether a call fits does not depend
  *  on the thread count: the pieces are chosen at one thread, and a call whose
@@ -346,8 +346,8 @@ typedef enum nconv_op {
  *  heuristic's (timed once per problem, here or at the first call, on
  *  operands of the library's own: zeros in the context's memory).
  *
- *  Bounded: an f32 call whose algorithm would need more than max(16 MiB, its
- *  largest operand) (or the context's memory limit, where lower) runs as
+ *  Bounded: an f32 call (f16 / bf16: forward and backward-data) whose
+ *  algorithm would need more than max(16 MiB, its largest operand) (or the context's memory limit, where lower) runs as
  *  smaller convolutions: runs of images, then, when one image is too large,
  *  bands of rows of the outermost spatial dim (zero padding; backward-data
  *  needs stride 1 along it). The pieces are chosen from the workspace at one

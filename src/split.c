@@ -22,7 +22,8 @@
  * every bit of the result, does not depend on the thread count; each more
  * thread adds its scratch (tens to hundreds of KiB) to the need, and a call
  * whose threads' scratch would break the context's memory limit runs on
- * fewer (execute.c). f32 only.
+ * fewer (execute.c). f32 in every direction, f16 and bf16 in forward and
+ * backward-data.
  */
 #include "internal.h"
 
@@ -136,7 +137,10 @@ size_t nconv__split_choose(const nconv_algo *a, const nconv_core *c, nconv_direc
     size_t one = nconv__split_need(a, c, dir, s, 1, copies); /* of *s */
     const size_t whole = one;
     *least = one;
-    int fits = c->dt != NCONV_F32 || c->N == 0 || one <= budget;
+    /* f16 / bf16 in forward and backward-data only: their pieces write their own outputs, while
+     * dw over pieces would be summed in 16 bits */
+    const int splits = c->dt == NCONV_F32 || (nconv__is_16bit(c->dt) && dir != NCONV_DIR_BWD_W);
+    int fits = !splits || c->N == 0 || one <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces
      * that still do not fit would only be slower). */
     for (int64_t nb = c->N; !fits && nb > 1;) {

@@ -1179,10 +1179,16 @@ static void test_split(void) {
         {2, 3, 32, 32, 4, 24, 3, 1, 1, 1, 0, 0, "grouped"}, {2, 2, 16, 16, 16, 30, 3, 1, 1, 1, 0, 0, "depthwise"},
         {2, 3, 8, 6, 1, 15, 4, 2, 1, 1, 1, 0, NULL},        {2, 1, 8, 6, 1, 30, 3, 1, 1, 1, 1, 0, "igemm"},
         {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL}};
-    int split[2] = {0, 0};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int split[2] = {0, 0}, split16 = 0;
+    /* f16 and bf16 (pieces in forward and backward-data; dw whole) on a case of each kind */
+    const size_t ncases = sizeof cases / sizeof cases[0], cases16[] = {0, 1, 2, 6, 9, 10, 12};
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
+    for (size_t ci = 0; ci < ncases + 2 * sizeof cases16 / sizeof cases16[0]; ci++) {
+        const nconv_dtype dt = dts[ci < ncases ? 0 : 1 + (ci - ncases) % 2];
+        const size_t i = ci < ncases ? ci : cases16[(ci - ncases) / 2];
         nconv_problem p;
         nconv_problem_init(&p, cases[i].nd);
+        p.dtype = dt;
         p.batch = cases[i].n, p.in_channels = cases[i].c, p.out_channels = cases[i].o, p.groups = cases[i].g;
         p.transposed = cases[i].tr, p.padding_mode = (nconv_padding_mode)cases[i].mode;
         for (int d = 0; d < p.ndims; d++) {
@@ -1238,16 +1244,18 @@ static void test_split(void) {
                     CHECK(st[t] == NCONV_OK || (need > limit && st[t] == NCONV_OUT_OF_MEMORY && !t), "case %zu: %s", i,
                           nconv_last_error());
                 }
-                split[op] += need <= limit && need < whole;
+                if (dt == NCONV_F32) split[op] += need <= limit && need < whole;
+                else split16 += !op && need <= limit && need < whole;
                 for (int t = 0; t < 4; t++) {
                     struct { const char *n; tensor *x, *y; int on; } outs[] = {
                         {"y", &a[t].y, &r.y, !op}, {"dx", &a[t].dx, &r.dx, op}, {"dw", &a[t].dw, &r.dw, op},
                         {"db", &a[t].db, &r.db, op}, {"dz", &a[t].dz, &r.dz, op && r.has_z}};
                     for (size_t j = 0; j < sizeof outs / sizeof outs[0] && st[t] == NCONV_OK; j++) {
                         if (!outs[j].on) continue;
-                        const double e = rel_err(outs[j].x, outs[j].y, NCONV_F32);
-                        CHECK(e <= 1e-5, "split case %zu (1/%d of the copies, layout %d, run %d): %s err %.3e on %s", i,
-                              frac, layout, t, outs[j].n, e, desc);
+                        const double e = rel_err(outs[j].x, outs[j].y, dt);
+                        CHECK(e <= tolerance(dt),
+                              "split case %zu dtype %d (1/%d of the copies, layout %d, run %d): %s err %.3e on %s", i,
+                              (int)dt, frac, layout, t, outs[j].n, e, desc);
                     }
                 }
                 for (int t = 2; t < 4; t++)
@@ -1260,6 +1268,7 @@ static void test_split(void) {
         }
     }
     CHECK(split[0] >= 20 && split[1] >= 20, "only %d forward and %d backward calls ran in pieces", split[0], split[1]);
+    CHECK(split16 >= 10, "only %d f16 / bf16 forward calls ran in pieces", split16);
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
 }
