@@ -45,6 +45,28 @@ static inline void nconv__avx2_store16(uint16_t *c, int64_t nc, __m256 lo, __m25
     memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
 }
 
+/* Rows i < nr, columns j < nc of an 8 x 8 f32 tile (rows lds apart) into r, zeros past them. */
+static inline __attribute__((always_inline)) void nconv__avx2_load_8x8(const float *src, int64_t lds, int64_t nr,
+                                                                       int64_t nc, __m256 r[8]) {
+    if (nr == 8 && nc == 8) {
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
+    } else {
+        const __m256i m = nconv__avx2_mask(nc);
+        for (int i = 0; i < 8; i++) r[i] = i < nr ? _mm256_maskload_ps(src + i * lds, m) : _mm256_setzero_ps();
+    }
+}
+
+/* Lanes i < nr of r[j], j < nc, into rows j of an f32 tile (ldd apart). */
+static inline __attribute__((always_inline)) void nconv__avx2_store_8x8(float *dst, int64_t ldd, int64_t nr,
+                                                                        int64_t nc, const __m256 r[8]) {
+    if (nr == 8 && nc == 8) {
+        for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + j * ldd, r[j]);
+    } else {
+        const __m256i m = nconv__avx2_mask(nr);
+        for (int j = 0; j < nc; j++) _mm256_maskstore_ps(dst + j * ldd, m, r[j]);
+    }
+}
+
 /* An 8 x 8 tile in registers transposed in place: r[i] lane j becomes r[j] lane i (unpack,
  * shuffle, then 128-bit lane permutes). */
 static inline __attribute__((always_inline)) void nconv__avx2_transpose_8x8(__m256 r[8]) {

@@ -16,19 +16,9 @@ enum { TB = 32 };
 static inline __attribute__((always_inline)) void tile_8x8(const float *src, int64_t lds, float *dst, int64_t ldd,
                                                            int64_t nr, int64_t nc) {
     __m256 r[8];
-    if (nr == 8 && nc == 8) {
-        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * lds);
-    } else {
-        const __m256i m = nconv__avx2_mask(nc);
-        for (int i = 0; i < 8; i++) r[i] = i < nr ? _mm256_maskload_ps(src + i * lds, m) : _mm256_setzero_ps();
-    }
+    nconv__avx2_load_8x8(src, lds, nr, nc, r);
     nconv__avx2_transpose_8x8(r);
-    if (nr == 8 && nc == 8) {
-        for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + j * ldd, r[j]);
-    } else {
-        const __m256i m = nconv__avx2_mask(nr);
-        for (int j = 0; j < nc; j++) _mm256_maskstore_ps(dst + j * ldd, m, r[j]);
-    }
+    nconv__avx2_store_8x8(dst, ldd, nr, nc, r);
 }
 
 /* 8 x 8 tiles over a block of at most TB x TB. */

@@ -41,22 +41,10 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
             r[i] = widen16(h, bf16);
         }
         nconv__avx2_transpose_8x8(r);
-        float *d = dst;
-        if (nr == 8 && nc == 8) {
-            for (int j = 0; j < 8; j++) _mm256_storeu_ps(d + j * ldd, r[j]);
-        } else {
-            const __m256i m = nconv__avx2_mask(nr);
-            for (int j = 0; j < nc; j++) _mm256_maskstore_ps(d + j * ldd, m, r[j]);
-        }
+        nconv__avx2_store_8x8(dst, ldd, nr, nc, r);
         return;
     }
-    const float *s = src;
-    if (nr == 8 && nc == 8) {
-        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * lds);
-    } else {
-        const __m256i m = nconv__avx2_mask(nc);
-        for (int i = 0; i < 8; i++) r[i] = i < nr ? _mm256_maskload_ps(s + i * lds, m) : _mm256_setzero_ps();
-    }
+    nconv__avx2_load_8x8(src, lds, nr, nc, r);
     nconv__avx2_transpose_8x8(r);
     uint16_t *d = dst;
     for (int j = 0; j < nc; j++) {
