@@ -27,6 +27,11 @@ static inline __m128i nconv__avx2_to_bf16(__m256 f) {
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
 }
 
+/* Eight 16-bit values widened exactly: bf16 (bf16 != 0) by a shift into the top half, f16 by F16C. */
+static inline __m256 nconv__avx2_widen16(__m128i h, int bf16) {
+    return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
 /* Eight f32 lanes narrowed to bf16 (bf16 != 0) or f16 (F16C), round to nearest even. */
 static inline __m128i nconv__avx2_to_16bit(__m256 f, int bf16) {
     return bf16 ? nconv__avx2_to_bf16(f) : _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);

@@ -14,10 +14,8 @@ void nconv_bf16_convert__avx2(int64_t n, const void *src, void *dst, int to_f32)
     if (to_f32) {
         const uint16_t *s = src;
         float *d = dst;
-        for (; i + 8 <= n; i += 8) {
-            const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
-            _mm256_storeu_ps(d + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
-        }
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(d + i, nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)(s + i)), 1));
         nconv_bf16_convert__generic(n - i, s + i, d + i, 1);
     } else {
         const float *s = src;

@@ -18,11 +18,6 @@
 
 enum { TB = 32 };
 
-/* Eight 16-bit values widened exactly (bf16: a shift into the top half). */
-NCONV_INLINE __m256 widen16(__m128i h, int bf16) {
-    return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-}
-
 /* Rows i < nr, columns j < nc of a tile (8 and 8: a whole one). */
 NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, int64_t nr, int64_t nc, int to_f32,
                          int bf16) {
@@ -38,7 +33,7 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
                 memcpy(t, s + i * lds, sizeof(uint16_t) * (size_t)nc);
                 h = _mm_loadu_si128((const __m128i *)t);
             }
-            r[i] = widen16(h, bf16);
+            r[i] = nconv__avx2_widen16(h, bf16);
         }
         nconv__avx2_transpose_8x8(r);
         nconv__avx2_store_8x8(dst, ldd, nr, nc, r);

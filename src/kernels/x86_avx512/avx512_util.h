@@ -54,6 +54,12 @@ static inline __m256i nconv__avx512_to_16bit(__m512 f, int bf16) {
     return bf16 ? nconv__avx512_to_bf16(f) : _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
 }
 
+/* Sixteen 16-bit values widened exactly: bf16 (bf16 != 0) by a shift into the top half, f16 by
+ * VCVTPH2PS. */
+static inline __m512 nconv__avx512_widen16(__m256i h, int bf16) {
+    return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
+}
+
 /* A row of 16 f32 lanes narrowed (to bf16 when bf16 != 0, else f16) into c, columns j < nc
  * (AVX-512F has no masked 16-bit stores: a partial row goes through a buffer). */
 static inline void nconv__avx512_store16(uint16_t *c, int64_t nc, __m512 v, int bf16) {
@@ -65,6 +71,23 @@ static inline void nconv__avx512_store16(uint16_t *c, int64_t nc, __m512 v, int 
     uint16_t t[16];
     _mm256_storeu_si256((__m256i *)t, h);
     memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
+}
+
+/* Rows i < nr, columns j < nc of a 16 x 16 f32 tile (rows lds apart) into r, zeros past them
+ * (rows past nr load nothing, from row 0 masked off: one branchless sequence kept in registers). */
+static inline __attribute__((always_inline)) void nconv__avx512_load_16x16(const float *src, int64_t lds, int64_t nr,
+                                                                           int64_t nc, __m512 r[16]) {
+    const __mmask16 mc = nconv__avx512_mask(nc);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(i < nr ? mc : 0, src + (i < nr ? i : 0) * lds);
+}
+
+/* Lanes i < nr of r[j], j < nc, into rows j of an f32 tile (ldd apart). */
+static inline __attribute__((always_inline)) void nconv__avx512_store_16x16(float *dst, int64_t ldd, int64_t nr,
+                                                                            int64_t nc, const __m512 r[16]) {
+    const __mmask16 mr = nconv__avx512_mask(nr);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (j < nc ? j : 0) * ldd, j < nc ? mr : 0, r[j]);
 }
 
 /* A 16 x 16 tile in registers transposed in place: r[i] lane j becomes r[j] lane i (unpack,

@@ -12,20 +12,17 @@
 #include <immintrin.h>
 #include <string.h>
 
-static inline __m512 widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 void nconv_bf16_convert__avx512(int64_t n, const void *src, void *dst, int to_f32) {
     int64_t i = 0;
     if (to_f32) {
         const uint16_t *s = src;
         float *d = dst;
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, widen(_mm256_loadu_si256((const __m256i *)(s + i))));
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(d + i, nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)(s + i)), 1));
         if (i < n) {
             uint16_t t[16] = {0};
             memcpy(t, s + i, sizeof(uint16_t) * (size_t)(n - i));
-            const __m512 v = widen(_mm256_loadu_si256((const __m256i *)t));
+            const __m512 v = nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)t), 1);
             _mm512_mask_storeu_ps(d + i, (__mmask16)((1u << (n - i)) - 1), v);
         }
     } else {

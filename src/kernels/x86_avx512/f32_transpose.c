@@ -17,13 +17,9 @@
 static inline __attribute__((always_inline)) void tile_16x16(const float *src, int64_t lds, float *dst, int64_t ldd,
                                                              int64_t nr, int64_t nc) {
     __m512 r[16];
-    /* rows past nr load nothing (from row 0, masked off): one branchless sequence the compiler keeps in registers */
-    const __mmask16 mc = nconv__avx512_mask(nc), mr = nconv__avx512_mask(nr);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(i < nr ? mc : 0, src + (i < nr ? i : 0) * lds);
+    nconv__avx512_load_16x16(src, lds, nr, nc, r);
     nconv__avx512_transpose_16x16(r);
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (j < nc ? j : 0) * ldd, j < nc ? mr : 0, r[j]);
+    nconv__avx512_store_16x16(dst, ldd, nr, nc, r);
 }
 
 void nconv_f32_transpose__avx512(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd) {

@@ -16,11 +16,6 @@
 
 #define NCONV_INLINE static inline __attribute__((always_inline))
 
-/* Sixteen 16-bit values widened exactly (bf16: a shift into the top half). */
-NCONV_INLINE __m512 widen16(__m256i h, int bf16) {
-    return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
-}
-
 /* Rows i < nr, columns j < nc of a tile (16 and 16: a whole one). */
 NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, int64_t nr, int64_t nc, int to_f32,
                          int bf16) {
@@ -37,19 +32,13 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
                 memcpy(t, s + i * lds, sizeof(uint16_t) * (size_t)nc);
                 h = _mm256_loadu_si256((const __m256i *)t);
             }
-            r[i] = widen16(h, bf16);
+            r[i] = nconv__avx512_widen16(h, bf16);
         }
         nconv__avx512_transpose_16x16(r);
-        const __mmask16 mr = nconv__avx512_mask(nr);
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; j++)
-            _mm512_mask_storeu_ps((float *)dst + (j < nc ? j : 0) * ldd, j < nc ? mr : 0, r[j]);
+        nconv__avx512_store_16x16(dst, ldd, nr, nc, r);
         return;
     }
-    const float *s = src;
-    const __mmask16 mc = nconv__avx512_mask(nc);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(i < nr ? mc : 0, s + (i < nr ? i : 0) * lds);
+    nconv__avx512_load_16x16(src, lds, nr, nc, r);
     nconv__avx512_transpose_16x16(r);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++)
