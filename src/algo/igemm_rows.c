@@ -198,7 +198,15 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int first = k0 == 0, last = k0 + kcc == g->kc;
         const float *const *ap = a;
         const int64_t a_off = pack ? 0 : k0;
+        const char *next16 = NULL; /* the next block's rows of the source, see below */
+        int64_t next_bytes = 0;
         if (pack && rc->src16 && g->pointwise && ao[na - 1] - ao[0] == (na - 1) * kcc && (kcc * 4) % 4096 != 0) {
+            /* The widening waits on memory where the f32 kernel's reads would overlap its
+             * arithmetic: the next block's rows (of this job, one reduction block) are fetched a
+             * slice per tile while this one computes. */
+            const int64_t next = j->rows - r1 < na ? j->rows - r1 : na;
+            if (kcc == g->kc && next > 0)
+                next16 = (const char *)(rc->src16 + ao[0] + na * kcc), next_bytes = 2 * next * kcc;
             /* Rows one after another in the source (1x1, all channels in one block, no tile
              * past r1, whose rows repeat): widened by one call, as they lie (a call per row of
              * a few vectors cost as much again). */
@@ -235,6 +243,10 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
                     if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
+                    if (next16 && q0 == p0) {
+                        const int64_t b0 = next_bytes * tile / ntiles, b1 = next_bytes * (tile + 1) / ntiles;
+                        for (int64_t o = b0 - b0 % 64; o < b1; o += 64) __builtin_prefetch(next16 + o);
+                    }
                     const float *const *at = ap + tile * j->ks * MR;
                     const float *wq = j->w + (q0 * j->ks * g->kc + j->ks * k0) * NR;
                     if (dot16) { /* panels in pairs where their f32 form began (pair_rows) */
