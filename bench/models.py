@@ -21,7 +21,8 @@ direction, layout and thread count, the model's convolution time as the
 count-weighted sum of its layers, for nconv one-shot calls (ms), nconv
 plans (plan_ms) and oneDNN, with ratio = oneDNN time / nconv time (> 1:
 nconv is faster); then the K lowest-ratio layers of each model, direction,
-layout and thread count with their share of the model's nconv time.
+layout and thread count with their GB/s (next to the machine's measured
+bandwidth) and their share of the model's nconv time.
 Standard library only.
 
 list: the model names this torchvision knows.
@@ -169,14 +170,16 @@ def summary(args):
     if worst <= 0:
         return
     print()
-    print("| model | dir | layout | threads | layer | count | algo | ratio | share of model time |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | dir | layout | threads | layer | count | algo | ratio | GB/s (machine's) | share of model time |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (model, direction, layout, threads), rows in groups.items():
         total = sum(number(r["ms"]) * c for r, c in rows)
         rated = [(number(r.get("ratio")), r, c) for r, c in rows if number(r.get("ratio")) is not None]
         for ratio, r, c in sorted(rated, key=lambda t: t[0])[:worst]:
-            print("| %s | %s | %s | %s | %s | %d | %s | %.2f | %.0f%% |" % (
+            gbs, mem = number(r.get("gbs")), number(r.get("mem_gbs"))
+            print("| %s | %s | %s | %s | %s | %d | %s | %.2f | %s | %.0f%% |" % (
                 model, direction, layout, threads, r["desc"], c, r["algo"], ratio,
+                "-" if gbs is None else "%.2f (%s)" % (gbs, "-" if mem is None else "%.1f" % mem),
                 100.0 * number(r["ms"]) * c / total if total else 0.0))
 
 

@@ -138,7 +138,8 @@ size_t nconv__split_choose(const nconv_algo *a, const nconv_core *c, nconv_direc
     const size_t whole = one;
     *least = one;
     /* f16 / bf16 in forward and backward-data only: their pieces write their own outputs, while
-     * dw over pieces would be summed in 16 bits */
+     * dw over pieces would be summed in an f32 copy, which ran slower than the whole call
+     * (BENCHMARKS.md, design measurements) */
     const int splits = c->dt == NCONV_F32 || (nconv__is_16bit(c->dt) && dir != NCONV_DIR_BWD_W);
     int fits = !splits || c->N == 0 || one <= budget;
     /* Candidates from coarse to fine, the first that fits; none fits: whole (finer pieces

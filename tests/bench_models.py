@@ -16,7 +16,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "bench", "models.py")
-HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio"
+HEADER = ("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio,"
+          "gbs,mem_gbs")
 
 
 def run(*args):
@@ -39,9 +40,9 @@ def main():
             f.write(HEADER + "\n")
             # net: layer 0 twice at 1 ms (oneDNN 3 ms), layer 1 once at 4 ms (oneDNN 2 ms):
             # nconv 2 + 4 = 6 ms, oneDNN 6 + 2 = 8 ms, ratio 1.33; plans 0.5 / 2 ms: 3 ms, 2.67
-            f.write("net:L0x2,dA,fwd,nhwc,1,igemm,1.0,1,1,3.0,jit,3.0,0.5,6.0\n")
-            f.write("net:L1x1,dB,fwd,nhwc,1,depthwise,4.0,1,1,2.0,jit,0.5,2.0,1.0\n")
-            f.write("other,dC,fwd,nhwc,1,igemm,9.0,1,1,1.0,jit,0.1,9.0,0.1\n")  # not a model row
+            f.write("net:L0x2,dA,fwd,nhwc,1,igemm,1.0,1,1,3.0,jit,3.0,0.5,6.0,1.00,30.0\n")
+            f.write("net:L1x1,dB,fwd,nhwc,1,depthwise,4.0,1,1,2.0,jit,0.5,2.0,1.0,1.00,30.0\n")
+            f.write("other,dC,fwd,nhwc,1,igemm,9.0,1,1,1.0,jit,0.1,9.0,0.1,1.00,30.0\n")  # not a model row
         r = run("summary", "--worst", "1", table)
         check(r.returncode == 0, "summary exits 0 (%s)" % r.stderr.strip()[-200:])
         line = [l for l in r.stdout.splitlines() if l.startswith("| net | fwd | nhwc | 1 |")]
@@ -50,11 +51,11 @@ def main():
             cells = [c.strip() for c in line[0].strip("|").split("|")]
             check(cells[4:] == ["2", "6.000", "3.000", "8.000", "1.33", "2.67"],
                   "summary: count-weighted times and ratios (%s)" % cells)
-            check("| dB | 1 | depthwise | 0.50 | 67% |" in line[1], "summary: the worst layer and its share (%s)" % line[1])
+            check("| dB | 1 | depthwise | 0.50 | 1.00 (30.0) | 67% |" in line[1], "summary: the worst layer and its share (%s)" % line[1])
         check("other" not in r.stdout, "summary: rows not named MODEL:L<i>x<count> are left out")
         empty = os.path.join(tmp, "e.csv")
         with open(empty, "w") as f:
-            f.write(HEADER + "\nother,dC,fwd,nhwc,1,igemm,9.0,1,1,1.0,jit,0.1,9.0,0.1\n")
+            f.write(HEADER + "\nother,dC,fwd,nhwc,1,igemm,9.0,1,1,1.0,jit,0.1,9.0,0.1,1.00,30.0\n")
         r = run("summary", empty)
         check(r.returncode != 0 and "no rows named" in r.stderr, "summary: a table without model rows is refused")
 

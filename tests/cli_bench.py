@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 
-HEADER = "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio"
+HEADER = ("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio,"
+          "gbs,mem_gbs")
 
 
 def main():
@@ -39,7 +40,7 @@ def main():
     for row in rows:
         ok = row["dir"] in ("fwd", "bwd_d", "bwd_w") and row["layout"] in ("nchw", "nhwc")
         ok = ok and float(row["ms"]) > 0 and float(row["gflops"]) > 0 and row["threads"] == "1"
-        ok = ok and float(row["plan_ms"]) > 0
+        ok = ok and float(row["plan_ms"]) > 0 and float(row["gbs"]) > 0 and float(row["mem_gbs"]) > 0
         if has_peer:
             ok = ok and float(row["onednn_ms"]) > 0 and row["onednn_impl"] and float(row["ratio"]) > 0
             ok = ok and float(row["plan_ratio"]) > 0

@@ -231,14 +231,14 @@ int cmd_bench(int argc, char **argv) {
         list_free(&l);
         return rc;
     }
-    const double peak = fma_peak_gflops(o.threads);
+    const double peak = fma_peak_gflops(o.threads), mem = memory_bandwidth_gbs(o.threads);
     if (csv) {
-        printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio\n");
+        printf(BENCH_CSV_HEADER);
     } else {
-        printf("# threads %d, FMA peak %.1f GFLOP/s (measured), oneDNN peer: %s\n", o.threads, peak,
-               peer ? "yes" : "not built in");
-        printf("%-26s %-5s %-6s %9s %8s %6s %-8s %9s %-22s %6s %9s %6s\n", "name", "dir", "layout", "ms", "GFLOP/s",
-               "%peak", "algo", "onednn_ms", "onednn_impl", "ratio", "plan_ms", "p_rat");
+        printf("# threads %d, FMA peak %.1f GFLOP/s, memory %.1f GB/s (measured), oneDNN peer: %s\n", o.threads, peak,
+               mem, peer ? "yes" : "not built in");
+        printf("%-26s %-5s %-6s %9s %8s %6s %7s %-8s %9s %-22s %6s %9s %6s\n", "name", "dir", "layout", "ms",
+               "GFLOP/s", "%peak", "GB/s", "algo", "onednn_ms", "onednn_impl", "ratio", "plan_ms", "p_rat");
     }
     int failures = 0;
     totals tot[3][2];
@@ -253,6 +253,7 @@ int cmd_bench(int argc, char **argv) {
         }
         double flops;
         nconv_problem_flops(&cp->p, &flops);
+        const double bytes = problem_bytes(&cp->p);
         for (int dir = 0; dir < 3; dir++) {
             if (!o.dirs[dir]) continue;
             if (progress) fprintf(stderr, "[%zu/%zu] %s %s\n", k + 1, l.n, cp->name, dir_names[dir]);
@@ -300,6 +301,7 @@ int cmd_bench(int argc, char **argv) {
                 nconv_plan_destroy(plan);
                 run_data_free(&d);
                 const double ms = 1e3 * median(times, n), gf = flops / (ms * 1e-3) * 1e-9;
+                const double gbs = bytes / (ms * 1e-3) * 1e-9;
                 const double plan_ms = 1e3 * median(plan_times, n);
                 const double dnnl_ms = have_peer ? 1e3 * median(dnnl_times, nd) : 0;
                 const double pct = peak > 0 ? 100 * gf / peak : 0, ratio = have_peer ? dnnl_ms / ms : 0;
@@ -314,10 +316,14 @@ int cmd_bench(int argc, char **argv) {
                 if (csv) {
                     printf("%s,%s,%s,%s,%d,%s,%.4f,%.2f,", cp->name, desc, dir_names[dir], lname, o.threads, algo, ms, gf);
                     if (peak > 0) printf("%.1f", pct);
-                    if (have_peer) printf(",%.4f,%s,%.3f,%.4f,%.3f\n", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
-                    else printf(",,,,%.4f,\n", plan_ms);
+                    if (have_peer) printf(",%.4f,%s,%.3f,%.4f,%.3f", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
+                    else printf(",,,,%.4f,", plan_ms);
+                    printf(",%.2f,", gbs);
+                    if (mem > 0) printf("%.1f", mem);
+                    printf("\n");
                 } else {
-                    printf("%-26s %-5s %-6s %9.3f %8.2f %6.1f %-8s", cp->name, dir_names[dir], lname, ms, gf, pct, algo);
+                    printf("%-26s %-5s %-6s %9.3f %8.2f %6.1f %7.2f %-8s", cp->name, dir_names[dir], lname, ms, gf, pct,
+                           gbs, algo);
                     if (have_peer) printf(" %9.3f %-22s %6.2f %9.3f %6.2f\n", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
                     else printf(" %9s %-22s %6s %9.3f %6s\n", "-", "-", "-", plan_ms, "-");
                 }

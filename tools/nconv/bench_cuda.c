@@ -52,9 +52,9 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
     if (nconv_context_create_cuda(&ctx, 0)) return cli_fail("bench --device cuda: %s", nconv_last_error() + 7);
     if (o->algo && !strcmp(o->algo, "benchmark")) nconv_context_set_policy(ctx, NCONV_POLICY_BENCHMARK);
     if (csv)
-        printf("name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio\n");
+        printf(BENCH_CSV_HEADER);
     else
-        printf("%-26s %-5s %-6s %9s %9s %-6s\n", "name", "dir", "layout", "ms", "GFLOP/s", "device");
+        printf("%-26s %-5s %-6s %9s %9s %8s %-6s\n", "name", "dir", "layout", "ms", "GFLOP/s", "GB/s", "device");
     int failures = 0;
     for (size_t k = 0; k < l->n; k++) {
         const cli_problem *cp = &l->items[k];
@@ -88,10 +88,13 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
                 run_data_free(&h);
                 if (ms < 0) continue;
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
-                const double gf = flops / (ms * 1e-3) * 1e-9;
+                const double gf = flops / (ms * 1e-3) * 1e-9, gbs = problem_bytes(&cp->p) / (ms * 1e-3) * 1e-9;
                 if (csv)
-                    printf("%s,%s,%s,%s,1,cudnn,%.5f,%.2f,,,,,,\n", cp->name, desc, dir_names[dir], lname, ms, gf);
-                else printf("%-26s %-5s %-6s %9.4f %9.1f %-6s\n", cp->name, dir_names[dir], lname, ms, gf, "cuda:0");
+                    printf("%s,%s,%s,%s,1,cudnn,%.5f,%.2f,,,,,,,%.2f,\n", cp->name, desc, dir_names[dir], lname, ms, gf,
+                           gbs);
+                else
+                    printf("%-26s %-5s %-6s %9.4f %9.1f %8.2f %-6s\n", cp->name, dir_names[dir], lname, ms, gf, gbs,
+                           "cuda:0");
                 fflush(stdout);
             }
         }

@@ -28,12 +28,22 @@ int parse_padding_mode(const char *s, nconv_padding_mode *m);
 int flag_value(int argc, char **argv, int *i, const char *name, const char **val);
 
 double now_seconds(void);
+/* The bytes any direction of p moves at least: x, w and y (or their gradients) once each, in
+ * p's dtype (bias and db, a value per output channel, left out); 0 for an invalid p. */
+double problem_bytes(const nconv_problem *p);
+/* The header of `nconv bench --csv` (docs/cli.md): a contract other tools read. */
+#define BENCH_CSV_HEADER                                                                                 \
+    "name,desc,dir,layout,threads,algo,ms,gflops,peak_pct,onednn_ms,onednn_impl,ratio,plan_ms,plan_ratio," \
+    "gbs,mem_gbs\n"
 /* Median of n > 0 values (sorts them). */
 double median(double *v, int n);
 /* Measured FMA peak over `threads` threads in GFLOP/s; 0 when unknown. */
 double fma_peak_gflops(int threads);
 /* The same with a given vector width: 8 (AVX2) or 16 (AVX-512) lanes; 0 when the CPU lacks it. */
 double fma_peak_gflops_lanes(int threads, int lanes);
+/* Measured memory bandwidth over `threads` threads in GB/s (STREAM's triad, bandwidth.c); 0 when
+ * unknown. */
+double memory_bandwidth_gbs(int threads);
 /* The oneDNN peer (onednn.c): whether it was built in; one problem and
  * direction (0 fwd, 1 bwd_d, 2 bwd_w) as a primitive created once (NULL when
  * oneDNN is absent or refuses it; impl receives its implementation name),

@@ -125,6 +125,13 @@ double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double problem_bytes(const nconv_problem *p) {
+    int64_t xs[NCONV_MAX_DIMS], ws[NCONV_MAX_DIMS], ys[NCONV_MAX_DIMS], nx = 1, nw = 1, ny = 1;
+    if (nconv_problem_shapes(p, xs, ws, ys)) return 0;
+    for (int i = 0; i < p->ndims + 2; i++) nx *= xs[i], nw *= ws[i], ny *= ys[i];
+    return (double)nconv_dtype_size(p->dtype) * ((double)nx + (double)nw + (double)ny);
+}
+
 uint64_t rng_next(uint64_t *s) {
     /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
