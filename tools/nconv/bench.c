@@ -318,7 +318,7 @@ int cmd_bench(int argc, char **argv) {
                     if (peak > 0) printf("%.1f", pct);
                     if (have_peer) printf(",%.4f,%s,%.3f,%.4f,%.3f", dnnl_ms, impl, ratio, plan_ms, plan_ratio);
                     else printf(",,,,%.4f,", plan_ms);
-                    printf(",%.2f,", gbs);
+                    printf(",%.4g,", gbs); /* significant digits: tiny problems under a checker move KB/s */
                     if (mem > 0) printf("%.1f", mem);
                     printf("\n");
                 } else {

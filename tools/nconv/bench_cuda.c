@@ -90,7 +90,7 @@ int bench_cuda(const problem_list *l, const suite_opts *o, const nconv_layout *l
                 const char *lname = layouts[li] == NCONV_LAYOUT_NXC ? "nhwc" : "nchw";
                 const double gf = flops / (ms * 1e-3) * 1e-9, gbs = problem_bytes(&cp->p) / (ms * 1e-3) * 1e-9;
                 if (csv)
-                    printf("%s,%s,%s,%s,1,cudnn,%.5f,%.2f,,,,,,,%.2f,\n", cp->name, desc, dir_names[dir], lname, ms, gf,
+                    printf("%s,%s,%s,%s,1,cudnn,%.5f,%.2f,,,,,,,%.4g,\n", cp->name, desc, dir_names[dir], lname, ms, gf,
                            gbs);
                 else
                     printf("%-26s %-5s %-6s %9.4f %9.1f %8.2f %-6s\n", cp->name, dir_names[dir], lname, ms, gf, gbs,
