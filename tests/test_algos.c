@@ -1050,6 +1050,53 @@ static void test_depthwise(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
+ * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
+ * channels in blocks, units of a few rows; every direction against the reference, the same bits
+ * for 1 and 3 threads, channels-last and planar operands. */
+static void test_depthwise_blocks(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 57;
+    /* C, spatial size, expected path of fwd / bwd_d, of bwd_w */
+    const struct { int64_t C, size; const char *fd, *w; } cases[] = {
+        {200, 14, "path=channel blocks in L1", NULL}, {1000, 20, "path=channel blocks,", "path=channel blocks,"}};
+    for (int i = 0; i < 2; i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
+            nconv_problem p;
+            nconv_problem_init(&p, 2);
+            p.batch = 2, p.in_channels = p.out_channels = p.groups = cases[i].C;
+            for (int d = 0; d < 2; d++)
+                p.in_size[d] = cases[i].size + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "depthwise blocks case %d: %s", i, nconv_last_error());
+            operands r, a, b;
+            char text[8192];
+            run_epi_1_3(ref, ctx, &p, layout, 1 + 2 * i, &rng, &r, &a, &b, text, sizeof text);
+            const char *dirs[] = {"core=fwd,algo=depthwise", "core=bwd_d,algo=depthwise", "core=bwd_w,algo=depthwise"};
+            for (int dir = 0; dir < 3; dir++) {
+                const char *line = strstr(text, dirs[dir]), *end = line ? strchr(line, '\n') : NULL;
+                const char *want = dir < 2 ? cases[i].fd : cases[i].w, *at = line ? strstr(line, "path=") : NULL;
+                CHECK(line && end, "depthwise blocks case %d: no %s in\n%s", i, dirs[dir], text);
+                if (!line || !end) continue;
+                CHECK(want ? at && at < end && !strncmp(at, want, strlen(want)) : !at || at > end,
+                      "depthwise blocks case %d layout %d: %s, not %s, in\n%s", i, layout, dirs[dir],
+                      want ? want : "one block", text);
+            }
+            struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
+                                                              {"dw", &a.dw, &r.dw, &b.dw}};
+            for (int o = 0; o < 3; o++) {
+                const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
+                CHECK(e <= tolerance(p.dtype), "depthwise blocks case %d layout %d: %s err %g", i, layout, outs[o].n,
+                      e);
+                CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
+                      "depthwise blocks case %d layout %d: %s differs between 1 and 3 threads", i, layout, outs[o].n);
+            }
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm_cols, backward-data for thin input channels: the heuristic's choice for bwd_d (checked)
  * of 1D and 2D layers of 1-8 input channels, plain and transposed (its forward is the core
  * bwd_d, with bias and relu in the column path's epilogue), every layout, f32, f16 and bf16
@@ -1339,6 +1386,7 @@ int main(void) {
     test_bw_chunks();
     test_grouped();
     test_depthwise();
+    test_depthwise_blocks();
     test_pointwise();
     test_planes();
     test_bf16_pairs();

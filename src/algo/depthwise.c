@@ -10,9 +10,10 @@
  * with the padding columns as the padding mode has them (a row in zero padding is a shared row
  * of zeros, which fwd skips: weights with Inf or NaN are declined). From there the kernels (dwtile, dwtile_bw) read every input at fixed distances,
  * whatever the caller's layout. A block is every channel where the ring of a whole row stays in
- * L2; else the channels are cut into blocks whose ring does, and where even one vector's does
- * not, rows run in column segments. With a W stride of 3 or more the columns are stored by phase
- * (column q at slot q / s of phase q mod s), so that a row's pixels are one column apart.
+ * L2 (L1 for small images, see RING_BYTES); else the channels are cut into blocks whose ring
+ * does, and where even one vector's does not, rows run in column segments. With a W stride of 3
+ * or more the columns are stored by phase (column q at slot q / s of phase q mod s), so that a
+ * row's pixels are one column apart.
  *   fwd, bwd_w: output row (od, oh) reads rows (od s - p + kd d, oh s - p + kh d).
  *   bwd_d: the dx columns of one residue mod the W stride are one run over the taps that reach
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
@@ -30,8 +31,16 @@
 #include <math.h>
 #include <string.h>
 
-/* Bytes of ring one thread may fill: the rows of an output row's reach stay in L2. */
-enum { RING_BYTES = 192 << 10 };
+/* Bytes of ring one thread may fill: the rows of an output row's reach stay in L2. Where the
+ * source of an image stays in L2 while the channel blocks take turns over it (RING_IMAGE_BYTES;
+ * fwd and bwd_d at stride 1), the blocks are cut so that the ring stays in L1 instead, at least
+ * RING_L1_VECTORS wide: the rows an output row shares with the next are then read from L1. Wider
+ * images, strides and bwd_w keep the L2 ring, where narrower blocks measured slower (gathered
+ * lines far apart, outputs written in pieces). */
+enum { RING_BYTES = 192 << 10, RING_L1_BYTES = 24 << 10, RING_IMAGE_BYTES = 512 << 10, RING_L1_VECTORS = 4 };
+/* fwd and bwd_d in channel blocks: the source rows of a unit of output rows, which each block
+ * reads in turn, stay in L2. */
+#define UNIT_SOURCE_BYTES ((size_t)384 << 10)
 /* bwd_w: units per image where there are fewer images than this, and the most partial sums. */
 enum { BW_UNITS = 8 };
 #define BW_PARTIAL_BYTES ((size_t)64 << 20)
@@ -67,6 +76,7 @@ typedef struct dw_geo {
     int64_t cols, ph, slots, step;  /* buffer columns of a segment, their phases and slots, the kernels' pixel step */
     int64_t lpad;                   /* bwd_d: dy columns in the buffer before a segment's first reached one */
     int64_t rb, runits, units;      /* output rows per unit, units of rows (images x row blocks), units (x blocks) */
+    int l1;                         /* blocks sized for L1 (see RING_BYTES) */
     size_t row;                     /* floats of a ring row (a block) */
     size_t packed, init, zero, partial, taps, shares, ring, tags, rowbuf, dybuf, ptrs, toff; /* bytes */
 } dw_geo;
@@ -115,17 +125,21 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
     /* phases: W strides 1 and 2 have kernels of their own; bwd_d reads dy at pixel step 1 */
     g->ph = !bwd_d && c->s[2] > 2 ? c->s[2] : 1;
     g->step = bwd_d || g->ph > 1 ? 1 : c->s[2];
-    /* blocks of as many vectors as keep the ring of a whole row within RING_BYTES; where one
+    /* blocks of as many vectors as keep the ring of a whole row within the budget; where one
      * vector's does not, the widest segment whose ring does (bwd_d: whole residue runs) */
+    const size_t image = sizeof(float) * (size_t)(g->src[0] * g->src[1] * g->src[2] * c->C);
+    g->l1 = dir != NCONV_DIR_BWD_W && c->s[1] == 1 && c->s[2] == 1 && image <= RING_IMAGE_BYTES;
+    const size_t budget = g->l1 ? RING_L1_BYTES : RING_BYTES;
     const int64_t unit = bwd_d ? c->s[2] : 1;
     int64_t seg = g->ow;
     for (;;) {
         const int64_t cols = seg_cols(c, bwd_d, seg, &g->lpad);
         const size_t one = sizeof(float) * (size_t)(g->ring_rows * nconv__div_up(cols, g->ph) * g->ph * g->vl);
-        g->nvb = one <= RING_BYTES ? (int64_t)(RING_BYTES / one) : 1;
-        if (one <= RING_BYTES || seg <= unit) break;
+        g->nvb = one <= budget ? (int64_t)(budget / one) : 1;
+        if (one <= budget || seg <= unit) break;
         seg = seg / 2 > unit ? seg / 2 / unit * unit : unit;
     }
+    if (g->l1 && g->nvb < RING_L1_VECTORS) g->nvb = RING_L1_VECTORS;
     if (g->nvb > cv) g->nvb = cv;
     g->nblocks = nconv__div_up(cv, g->nvb);
     g->nvb = nconv__div_up(cv, g->nblocks); /* blocks of even widths */
@@ -144,6 +158,9 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
         while (per_image > 1 && (size_t)(N * per_image) * one > BW_PARTIAL_BYTES) per_image /= 2;
     } else {
         per_image = nconv__div_up(4 * (int64_t)threads, N * g->nblocks);
+        const size_t source = sizeof(float) * (size_t)(g->src[2] * c->C * (bwd_d ? 1 : c->s[1])); /* per row */
+        const int64_t most = UNIT_SOURCE_BYTES / source > 1 ? (int64_t)(UNIT_SOURCE_BYTES / source) : 1;
+        if (g->nblocks > 1 && R > 0 && nconv__div_up(R, most) > per_image) per_image = nconv__div_up(R, most);
     }
     if (per_image > R) per_image = R;
     if (per_image < 1) per_image = 1;
@@ -278,6 +295,14 @@ static inline int64_t row_offset(const nconv_view *v, int64_t n, int64_t a, int6
     return n * v->stride[0] + a * v->stride[2] + b * v->stride[3];
 }
 
+/* n floats, inline and in whole cache lines while they last: a block's columns are a few lines
+ * each, too short for a library call to pay for itself. */
+static inline void copy_floats(float *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) memcpy(dst + i, src + i, 16 * sizeof(float));
+    if (i < n) memcpy(dst + i, src + i, sizeof(float) * (size_t)(n - i));
+}
+
 /* Columns [col0, col0 + ncols) of block k of source row (n, a, b) (columns outside the row as the
  * padding mode reads them) into dst: column q at slot (q mod ph) * slots + q / ph, each cw
  * floats, lanes past the channels zeros. */
@@ -297,7 +322,7 @@ static void gather_row(const dw_ctx *d, const dw_act *s, int64_t n, int64_t a, i
         } else {
             for (int64_t q = q0; q < q1; q++) {
                 float *o = dst + ((q % ph) * slots + q / ph) * cw;
-                memcpy(o, base + (col0 + q) * px + c0, sizeof(float) * (size_t)nc);
+                copy_floats(o, base + (col0 + q) * px + c0, nc);
                 if (nc < cw) memset(o + nc, 0, sizeof(float) * (size_t)(cw - nc));
             }
         }
@@ -580,6 +605,8 @@ static nconv_status dw_run(const nconv_exec *e) {
     if ((xs && !xb) || (ys && !yb) || (!e->packed && g.packed && !packed) || !init || !zero || (g.partial && !partial) ||
         !taps || !shares || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
+    if (e->path && g.nseg > 1) *e->path = "column segments";
+    else if (e->path && g.nblocks > 1) *e->path = g.l1 ? "channel blocks in L1" : "channel blocks";
     dw_ctx d = {.c = c, .dir = e->dir, .k = e->k, .g = &g, .init = init, .zero = zero, .taps = taps,
                 .start = taps + c->k[2], .partial = partial, .shares = shares, .scratch = scratch,
                 .scratch_stride = thread_bytes(&g)};
