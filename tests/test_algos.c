@@ -979,7 +979,8 @@ static int64_t class_differs(const tensor *a, const tensor *b, nconv_dtype dt) {
  * 1-2, dilations, channel counts on both sides of the 8- and 16-lane tails,
  * every padding mode and layout, f32 / f16 / bf16, epilogues, transposed,
  * 1-3D, bwd_d with W strides 2 and 3 (runs by phase), against the
- * reference; the same bits for 1 and 3 threads. NCX rows of
+ * reference (db too, summed by bwd_w's kernels); the same bits for 1 and
+ * 3 threads. NCX rows of
  * 28 pixels or more with 9 taps or fewer take the plane path, the others the
  * channels-last run kernels (NXC directly, NCX and strided through a copy). */
 static void test_depthwise(void) {
@@ -1029,8 +1030,8 @@ static void test_depthwise(void) {
             for (int k = 0; special && k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 0, INFINITY);
             run_ref_1_3(ref, ctx, &p, &r, &a, &b);
             struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
-                                                              {"dw", &a.dw, &r.dw, &b.dw}};
-            for (int o = 0; o < 3; o++) {
+                                                              {"dw", &a.dw, &r.dw, &b.dw}, {"db", &a.db, &r.db, &b.db}};
+            for (int o = 0; o < 3 + r.has_b; o++) {
                 if (special) {
                     if (o == 2) continue; /* dw follows relu's mask of a y with NaN */
                     const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
@@ -1052,8 +1053,9 @@ static void test_depthwise(void) {
 
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
- * channels in blocks, units of a few rows; every direction against the reference, the same bits
- * for 1 and 3 threads, channels-last and planar operands. */
+ * channels in blocks, units of a few rows; every direction and the bias gradient (summed by
+ * bwd_w's kernels) against the reference, the same bits for 1 and 3 threads, channels-last and
+ * planar operands. */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
@@ -1083,8 +1085,8 @@ static void test_depthwise_blocks(void) {
                       want ? want : "one block", text);
             }
             struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
-                                                              {"dw", &a.dw, &r.dw, &b.dw}};
-            for (int o = 0; o < 3; o++) {
+                                                              {"dw", &a.dw, &r.dw, &b.dw}, {"db", &a.db, &r.db, &b.db}};
+            for (int o = 0; o < 4; o++) {
                 const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
                 CHECK(e <= tolerance(p.dtype), "depthwise blocks case %d layout %d: %s err %g", i, layout, outs[o].n,
                       e);

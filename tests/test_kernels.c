@@ -155,13 +155,13 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
                     }
 }
 
-/* The depthwise tile kernels (dwtile, dwtile_bw) against f64 sums: blocks of 1-9 vectors (the
- * widths tiles take at once and their sums), channel tails, columns as wide as the block or wider,
- * the weights' taps as far apart or farther, rows of 1-30 pixels (tiles of every width), 0-3 rows,
- * taps 3, 5, 7 one column apart (the shapes with code of their own) and other taps (1, 2, 4,
- * dilated, reversed), pixel steps 1 and 2. Rows end at the last lane read (ASan sees any read
- * beyond); dwtile's output past the pixels and channels starts as NaN and stays so; relu keeps a
- * NaN read. */
+/* The depthwise tile kernels (dwtile, dwtile_bw with and without the bias gradient's sums)
+ * against f64 sums: blocks of 1-9 vectors (the widths tiles take at once and their sums), channel
+ * tails, columns as wide as the block or wider, the weights' taps as far apart or farther, rows of
+ * 1-30 pixels (tiles of every width), 0-3 rows, taps 3, 5, 7 one column apart (the shapes with
+ * code of their own) and other taps (1, 2, 4, dilated, reversed), pixel steps 1 and 2. Rows end at
+ * the last lane read (ASan sees any read beyond); dwtile's output past the pixels and channels
+ * starts as NaN and stays so; relu keeps a NaN read; db without the sums stays as it was. */
 static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
     const int64_t vl = k->dw_vl, nvs[] = {1, 2, 3, 5, 9}, ns[] = {1, 3, 7, 13, 14, 30};
     /* taps: count, column distance between taps, first tap's column */
@@ -187,6 +187,9 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 float *out = malloc(sizeof(float) * (size_t)(n * os));
                                 float *dy = malloc(sizeof(float) * (size_t)(n * cw));
                                 float *acc = malloc(sizeof(float) * (size_t)(3 * nt * cw));
+                                float *db = malloc(sizeof(float) * (size_t)cw);
+                                const int with_db = nr > 0 && (si + ni) % 2 == 0;
+                                for (int64_t c = 0; c < cw; c++) db[c] = 0.25f;
                                 for (int64_t r = 0; r < nr; r++) {
                                     row[r] = malloc(sizeof(float) * (size_t)last);
                                     w[r] = malloc(sizeof(float) * (size_t)((nt - 1) * ws + cw));
@@ -202,7 +205,8 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 k->dwtile(cw, cs, step, n, nr, (const float *const *)row, (const float *const *)w, ws, nt,
                                           toff, init, out, os, nc, relu);
                                 if (nan_in) row[0][toff[0] + 1] = 0.0f;
-                                k->dwtile_bw(cw, cs, step, n, nr, (const float *const *)row, nt, toff, dy, acc);
+                                k->dwtile_bw(cw, cs, step, n, nr, (const float *const *)row, nt, toff, dy, acc,
+                                             with_db ? db : NULL);
                                 double worst = 0;
                                 int untouched = 1, nan_ok = !nan_in || isnan(out[1]);
                                 for (int64_t i = 0; i < n; i++)
@@ -230,6 +234,12 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                             const double e = fabs(acc[(r * nt + t) * cw + c] - want) / (1 + fabs(want));
                                             if (!(e <= worst)) worst = e;
                                         }
+                                for (int64_t c = 0; c < cw; c++) {
+                                    double want = 0.25;
+                                    for (int64_t i = 0; i < n && with_db; i++) want += dy[i * cw + c];
+                                    const double e = fabs(db[c] - want) / (1 + fabs(want));
+                                    if (!(e <= worst)) worst = e;
+                                }
                                 for (int64_t i = nr * nt * cw; i < 3 * nt * cw; i++) untouched = untouched && acc[i] == 0.5f;
                                 CHECK(worst <= 1e-5 && untouched && nan_ok,
                                       "%s dwtile/dwtile_bw cw %lld nc %lld cs %lld n %lld rows %lld taps %lld gap %lld "
@@ -237,7 +247,7 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                       (long long)cs, (long long)n, (long long)nr, (long long)nt, (long long)gap,
                                       (long long)step, worst, untouched, nan_ok);
                                 for (int64_t r = 0; r < nr; r++) free(row[r]), free(w[r]);
-                                free(out), free(dy), free(acc);
+                                free(out), free(dy), free(acc), free(db);
                             }
 }
 

@@ -172,7 +172,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
     g->packed = dir == NCONV_DIR_BWD_W ? 0 : sizeof(float) * (size_t)(KS * g->cpad);
     g->init = sizeof(float) * (size_t)g->cpad;
     g->zero = sizeof(float) * g->row;
-    g->partial = dir == NCONV_DIR_BWD_W ? sizeof(float) * (size_t)(g->runits * KS * g->cpad) : 0;
+    g->partial = dir == NCONV_DIR_BWD_W ? sizeof(float) * (size_t)(g->runits * (KS + 1) * g->cpad) : 0;
     g->taps = sizeof(int64_t) * (size_t)(c->k[2] + c->s[2] + 1 + KS); /* taps by phase, phase starts, w's tap offsets */
     g->shares = sizeof(nconv_share) * (size_t)threads;
     g->ring = sizeof(float) * g->row * (size_t)g->ring_rows;
@@ -283,7 +283,8 @@ typedef struct dw_ctx {
     dw_act src, out, dy;   /* the swept operand, the written one (fwd, bwd_d), bwd_w's dy */
     const float *packed, *init, *zero;
     const int64_t *taps, *start; /* bwd_d: W taps by phase */
-    float *partial;        /* bwd_w: per unit, [block][KS][channel of block] */
+    float *partial;        /* bwd_w: per unit, [block][KS][channel of block], then the bias gradient's [cpad] */
+    double *lanes;         /* bwd_w: the bias gradient's lanes (nconv_exec.db_lanes), or NULL */
     int relu;
     nconv_share *shares;
     char *scratch;
@@ -457,8 +458,9 @@ static void fwd_unit(const dw_ctx *d, dw_scratch *s, float *partial, int64_t n, 
     const int64_t c0 = block_c0(g, k), cw = block_cw(g, k), nc = c->C - c0 < cw ? c->C - c0 : cw;
     const int fwd = d->dir == NCONV_DIR_FWD;
     const nconv_view *dy = d->dy.v;
-    float *acc = fwd ? NULL : partial + c0 * KS;
+    float *acc = fwd ? NULL : partial + c0 * KS, *db = fwd || !d->lanes ? NULL : partial + KS * g->cpad + c0;
     if (!fwd) memset(acc, 0, sizeof(float) * (size_t)(KS * cw));
+    if (db) memset(db, 0, sizeof(float) * (size_t)cw);
     fwd_taps(d, cw, s->toff);
     /* bwd_w: dy rows straight from dy where they are the block's columns already */
     const int direct = !fwd && d->dy.chan && cw == c->C && (dy->stride[4] == c->C || g->ow == 1);
@@ -484,7 +486,7 @@ static void fwd_unit(const dw_ctx *d, dw_scratch *s, float *partial, int64_t n, 
                 dyr = (const float *)dy->data + row_offset(dy, n, o0, o1) + p0 * c->C;
             else
                 gather_row(d, &d->dy, n, o0, o1, p0, np, 1, np, k, NCONV_PAD_ZEROS, s->dybuf);
-            d->k->dwtile_bw(cw, cw, g->step, np, K01, s->rows, K2, s->toff, dyr, acc);
+            d->k->dwtile_bw(cw, cw, g->step, np, K01, s->rows, K2, s->toff, dyr, acc, db);
         }
     }
 }
@@ -542,11 +544,13 @@ static void dw_task(void *arg, int tid, int nthreads) {
         const int64_t n = ru / per_image, q0 = ru % per_image * g->rb, q1 = q0 + g->rb < R ? q0 + g->rb : R;
         s.rg.k = u % g->nblocks;
         if (d->dir == NCONV_DIR_BWD_D) bwd_d_unit(d, &s, n, q0, q1);
-        else fwd_unit(d, &s, d->partial ? d->partial + ru * nconv__core_kernel_spatial(d->c) * g->cpad : NULL, n, q0, q1);
+        else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
+                      q0, q1);
     }
 }
 
-/* bwd_w: dw[ch][t] = the units' partial sums, added in unit order; threads take channels. */
+/* bwd_w: dw[ch][t] = the units' partial sums, added in unit order, and the bias gradient's (in lane
+ * 0 of its four, in f64); threads take channels. */
 typedef struct reduce_ctx {
     const dw_ctx *d;
     const nconv_view *w;
@@ -557,7 +561,7 @@ static void reduce_task(void *arg, int tid, int nthreads) {
     const dw_ctx *d = rc->d;
     const nconv_core *c = d->c;
     const dw_geo *g = d->g;
-    const int64_t KS = nconv__core_kernel_spatial(c), stride = KS * g->cpad;
+    const int64_t KS = nconv__core_kernel_spatial(c), stride = (KS + 1) * g->cpad;
     int64_t b, e;
     nconv__split(c->C, tid, nthreads, &b, &e);
     for (int64_t ch = b; ch < e; ch++) {
@@ -570,6 +574,10 @@ static void reduce_task(void *arg, int tid, int nthreads) {
             if (rc->w->dt == NCONV_F32) ((float *)rc->w->data)[off] = sum;
             else nconv__store1(rc->w->data, rc->w->dt, off, sum);
         }
+        if (!d->lanes) continue;
+        double sum = 0.0;
+        for (int64_t u = 0; u < g->runits; u++) sum += d->partial[u * stride + KS * g->cpad + ch];
+        for (int l = 0; l < 4; l++) d->lanes[l * c->C + ch] = l ? 0.0 : sum;
     }
 }
 
@@ -629,10 +637,12 @@ static nconv_status dw_run(const nconv_exec *e) {
     else d.src = input_act(e, e->x, xb, &xcopy);
     if (e->dir == NCONV_DIR_BWD_W) {
         d.dy = input_act(e, e->y, yb, &ycopy);
+        d.lanes = e->db_lanes;
         nconv__share_split(shares, g.units, threads);
         nconv__parallel(e, dw_task, &d);
         reduce_ctx rc = {&d, e->w};
         nconv__parallel(e, reduce_task, &rc);
+        if (d.lanes) *e->db_done = 1;
         return NCONV_OK;
     }
     /* the output in place (bias and relu in the kernels), or a channels-last copy that takes the epilogue after */

@@ -162,7 +162,8 @@ typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
  *   not written; nr or nt 0 writes act(init).
  * dwtile_bw: for c < cw, r < nr, t < nt:
  *   acc[(r * nt + t) * cw + c] += sum_{i < n} dy[i * cw + c] * rows[r][toff[t] + i * step * cs + c],
- *   the pixels summed in an order of the kernel's own (the same for every call), then added to acc.
+ *   the pixels summed in an order of the kernel's own (the same for every call), then added to acc;
+ *   and where db is not NULL (nr >= 1), the bias gradient's: db[c] += sum_{i < n} dy[i * cw + c].
  * Every lane of every column read is readable; lanes past the channels only feed lanes that are
  * not stored or not used.
  */
@@ -173,7 +174,7 @@ typedef void nconv_f32_dwtile_t(int64_t cw, int64_t cs, int64_t step, int64_t n,
 typedef nconv_f32_dwtile_t *nconv_f32_dwtile_fn;
 typedef void nconv_f32_dwtile_bw_t(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr,
                                        const float *const *rows, int64_t nt, const int64_t *toff, const float *dy,
-                                       float *acc);
+                                       float *acc, float *db);
 typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
 /* For the vector dwtile kernels: 3, 5 or 7 taps one column apart at pixel step 1 or 2 (the shapes
  * with code of their own), their count; else 0. */
