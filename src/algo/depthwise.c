@@ -159,8 +159,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
     } else {
         per_image = nconv__div_up(4 * (int64_t)threads, N * g->nblocks);
         const size_t source = sizeof(float) * (size_t)(g->src[2] * c->C * (bwd_d ? 1 : c->s[1])); /* per row */
-        const int64_t most = UNIT_SOURCE_BYTES / source > 1 ? (int64_t)(UNIT_SOURCE_BYTES / source) : 1;
-        if (g->nblocks > 1 && R > 0 && nconv__div_up(R, most) > per_image) per_image = nconv__div_up(R, most);
+        if (g->nblocks > 1 && R > 0 && source > 0) {
+            const int64_t most = UNIT_SOURCE_BYTES / source > 1 ? (int64_t)(UNIT_SOURCE_BYTES / source) : 1;
+            if (nconv__div_up(R, most) > per_image) per_image = nconv__div_up(R, most);
+        }
     }
     if (per_image > R) per_image = R;
     if (per_image < 1) per_image = 1;
