@@ -35,8 +35,9 @@
  * source of an image stays in L2 while the channel blocks take turns over it (RING_IMAGE_BYTES;
  * fwd and bwd_d at stride 1), the blocks are cut so that the ring stays in L1 instead, at least
  * RING_L1_VECTORS wide: the rows an output row shares with the next are then read from L1. Wider
- * images, strides and bwd_w keep the L2 ring, where narrower blocks measured slower (gathered
- * lines far apart, outputs written in pieces). */
+ * images, strides and bwd_w keep the L2 ring, where narrower blocks measured slower (on wide
+ * images a block's columns are lines far apart in a source that leaves the cache while the
+ * blocks take turns; BENCHMARKS.md has the figures). */
 enum { RING_BYTES = 192 << 10, RING_L1_BYTES = 24 << 10, RING_IMAGE_BYTES = 512 << 10, RING_L1_VECTORS = 4 };
 /* fwd and bwd_d in channel blocks: the source rows of a unit of output rows, which each block
  * reads in turn, stay in L2. */
