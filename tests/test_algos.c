@@ -1051,6 +1051,20 @@ static void test_depthwise(void) {
     nconv_context_destroy(ctx);
 }
 
+/* Outputs y, dx, dw and (with four) db of runs a (1 thread) and b (3 threads) against the
+ * reference's r: within p's dtype's tolerance, and the same bits for 1 and 3 threads. */
+static void check_1_3(const char *what, int i, int layout, const nconv_problem *p, operands *r, operands *a,
+                      operands *b, int four) {
+    struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a->y, &r->y, &b->y}, {"dx", &a->dx, &r->dx, &b->dx},
+                                                      {"dw", &a->dw, &r->dw, &b->dw}, {"db", &a->db, &r->db, &b->db}};
+    for (int o = 0; o < (four ? 4 : 3); o++) {
+        const double e = rel_err(outs[o].x, outs[o].y, p->dtype);
+        CHECK(e <= tolerance(p->dtype), "%s case %d layout %d: %s err %g", what, i, layout, outs[o].n, e);
+        CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
+              "%s case %d layout %d: %s differs between 1 and 3 threads", what, i, layout, outs[o].n);
+    }
+}
+
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
  * channels in blocks, units of a few rows; every direction and the bias gradient (summed by
@@ -1084,19 +1098,147 @@ static void test_depthwise_blocks(void) {
                       "depthwise blocks case %d layout %d: %s, not %s, in\n%s", i, layout, dirs[dir],
                       want ? want : "one block", text);
             }
-            struct { const char *n; tensor *x, *y, *z; } outs[] = {{"y", &a.y, &r.y, &b.y}, {"dx", &a.dx, &r.dx, &b.dx},
-                                                              {"dw", &a.dw, &r.dw, &b.dw}, {"db", &a.db, &r.db, &b.db}};
-            for (int o = 0; o < 4; o++) {
-                const double e = rel_err(outs[o].x, outs[o].y, p.dtype);
-                CHECK(e <= tolerance(p.dtype), "depthwise blocks case %d layout %d: %s err %g", i, layout, outs[o].n,
-                      e);
-                CHECK(!memcmp(outs[o].x->buf, outs[o].z->buf, outs[o].x->bytes),
-                      "depthwise blocks case %d layout %d: %s differs between 1 and 3 threads", i, layout, outs[o].n);
-            }
+            check_1_3("depthwise blocks", i, layout, &p, &r, &a, &b, 1);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
+}
+
+/* depthwise_planes' runs: forward and backward-data on f (where the user's direction's core
+ * applies, else on h), dw and db on h; the reference's on ref (everything). */
+typedef struct planes_call {
+    nconv_context *ref, *f, *h;
+    const nconv_problem *p;
+    operands *r, *a, *b;
+    int fwd_on_f, dx_on_f;
+} planes_call;
+
+static nconv_status planes_all(const planes_call *c, operands *o) {
+    const nconv_epilogue *e = &o->epi;
+    nconv_status st = nconv_forward(c->fwd_on_f ? c->f : c->h, c->p, e, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL,
+                                    o->has_z ? &o->z.t : NULL, &o->y.t, NULL, 0);
+    if (!st)
+        st = nconv_backward(c->dx_on_f ? c->f : c->h, c->p, e, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, &o->dx.t, NULL,
+                            NULL, o->has_z ? &o->dz.t : NULL, NULL, 0);
+    if (!st)
+        st = nconv_backward(c->h, c->p, e, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, NULL, &o->dw.t,
+                            o->has_b ? &o->db.t : NULL, NULL, NULL, 0);
+    return st;
+}
+
+static int planes_call_run(void *arg) {
+    const planes_call *c = arg;
+    CHECK(run_all(c->ref, c->p, c->r) == NCONV_OK, "ref: %s", nconv_last_error());
+    for (int t = 1; t <= 3; t += 2) {
+        nconv_context_set_threads(c->f, t);
+        nconv_context_set_threads(c->h, t);
+        CHECK(planes_all(c, t == 1 ? c->a : c->b) == NCONV_OK, "%s", nconv_last_error());
+    }
+    return 0;
+}
+
+/* Whether NCONV_VERBOSE's first line in text for core (not the reference's) names algo. */
+static int verbose_ran(const char *text, const char *core, const char *algo) {
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        const char *end = strchr(line, '\n'), *at = strstr(line, core);
+        if (!end || !at || at > end || (strstr(line, "algo=ref,") && strstr(line, "algo=ref,") < end)) continue;
+        const char *a = strstr(line, algo);
+        return a && a < end;
+    }
+    return 0;
+}
+
+/* depthwise_planes, depthwise on f32 NCHW planes read in place: forced, over 1-3D, kernels 1-7 (3, 5
+ * and 7 with code of their own), strides 1-3 (W stride 1 and 2 read in place, 3 through phases),
+ * dilation, padding wider than the kernel's reach (bwd_d: a dy row cut), every padding mode (other
+ * than zeros: through the padded row buffer), transposed (its
+ * forward is the core bwd_d, with bias and relu), with and without the epilogue, against the
+ * reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in NCONV_VERBOSE's lines:
+ * depthwise_planes where it applies to planes, another where it declines (channels-last operands,
+ * a forward with z). The heuristic takes it for rows of 56 pixels at stride 1, kernels up to 5 x 5,
+ * and not for 55 pixels or 7 x 7 (checked). An infinite weight: NaN where the reference has it in
+ * fwd, and bwd_d declined. */
+static void test_depthwise_planes(void) {
+    nconv_context *ref, *forced, *heur;
+    contexts("ref", "depthwise_planes", &ref, &forced);
+    nconv_context_create(&heur);
+    uint64_t rng = 61;
+    /* ndims, C, H, W, kernel, stride, dilation, padding, mode, transposed, epi, heuristic (1: taking
+     * depthwise_planes, 2: not) */
+    const int64_t cases[][12] = {
+        {2, 5, 9, 21, 3, 1, 1, 1, 0, 0, 1, 0}, {2, 3, 12, 33, 5, 2, 1, 2, 0, 0, 0, 0},
+        {2, 4, 11, 20, 7, 1, 1, 3, 0, 0, 1, 0}, {2, 2, 10, 40, 3, 1, 2, 2, 0, 0, 0, 0},
+        {2, 3, 13, 31, 3, 3, 1, 1, 0, 0, 1, 0}, {2, 3, 9, 17, 3, 1, 1, 1, 1, 0, 1, 0},
+        {2, 3, 9, 18, 5, 2, 1, 2, 3, 0, 0, 0}, {1, 4, 1, 70, 4, 1, 1, 1, 0, 0, 1, 0},
+        {3, 3, 5, 14, 3, 1, 1, 1, 0, 0, 1, 0}, {2, 3, 12, 26, 3, 2, 1, 1, 0, 1, 1, 0},
+        {2, 3, 12, 26, 3, 1, 1, 1, 0, 1, 1, 0}, {2, 4, 10, 30, 1, 1, 1, 0, 0, 0, 2, 0},
+        {2, 3, 9, 20, 3, 1, 1, 3, 0, 0, 0, 0},
+        {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 55, 3, 1, 1, 1, 0, 0, 1, 2},
+        {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}};
+    const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < ncases; i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
+            const int64_t *cs = cases[i];
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cs[0]);
+            p.batch = 2, p.in_channels = p.out_channels = p.groups = cs[1];
+            p.padding_mode = modes[cs[8]], p.transposed = (int)cs[9];
+            for (int d = 0; d < p.ndims; d++) {
+                const int w = d == p.ndims - 1;
+                p.in_size[d] = w ? cs[3] : cs[2] - d, p.kernel[d] = cs[4], p.stride[d] = cs[5];
+                p.dilation[d] = cs[6], p.pad_begin[d] = p.pad_end[d] = cs[7];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "depthwise planes case %d: %s", i, nconv_last_error());
+            operands r, a, b;
+            operands_make3(&r, &a, &b, &p, layout, &rng);
+            r.has_b = cs[10] & 1, r.has_z = cs[10] >= 2;
+            r.epi = (nconv_epilogue){cs[10] == 1 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+            a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
+            /* the core bwd_d applies at stride 1 with zero padding: the user's forward when transposed */
+            const int bwd_d_core = cs[5] == 1 && cs[8] == 0;
+            const int fwd_on_f = !cs[11] && (!p.transposed || bwd_d_core);
+            const int dx_on_f = !cs[11] && (p.transposed || bwd_d_core);
+            planes_call call = {ref, cs[11] ? heur : forced, heur, &p, &r, &a, &b, fwd_on_f, dx_on_f};
+            char text[16384];
+            test_verbose_run(planes_call_run, &call, text, sizeof text);
+            const int ncx = layout == LAYOUT_NCX; /* z declined: the forward's only */
+            const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
+            const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
+            const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (cs[11] == 1 || fwd_on_f)},
+                                                                   {bwd, ncx && (cs[11] == 1 || dx_on_f)}};
+            for (int dir = 0; dir < 2; dir++)
+                CHECK(verbose_ran(text, dirs[dir].core, "algo=depthwise_planes,") == dirs[dir].want,
+                      "depthwise planes case %d layout %d: %s%s depthwise_planes in\n%s", i, layout, dirs[dir].core,
+                      dirs[dir].want ? "not" : "", text);
+            check_1_3("depthwise planes", i, layout, &p, &r, &a, &b, 0);
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    /* an infinite weight */
+    nconv_problem p;
+    nconv_problem_init(&p, 2);
+    p.batch = 2, p.in_channels = p.out_channels = p.groups = 3;
+    for (int d = 0; d < 2; d++) p.in_size[d] = 9 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
+    operands r, a, b;
+    char text[16384];
+    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
+    for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 4, INFINITY);
+    planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1};
+    test_verbose_run(planes_call_run, &call, text, sizeof text);
+    CHECK(verbose_ran(text, "core=fwd,", "algo=depthwise_planes,") &&
+              !verbose_ran(text, "core=bwd_d,", "algo=depthwise_planes,"),
+          "depthwise planes, infinite weight: fwd on depthwise_planes, bwd_d declined, in\n%s", text);
+    struct { const char *n; tensor *x, *y; } outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
+    for (int o = 0; o < 2; o++) {
+        const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
+        CHECK(bad < 0, "depthwise planes, infinite weight: %s[%lld] differs in class from the reference", outs[o].n,
+              (long long)bad);
+    }
+    operands_free(&r), operands_free(&a), operands_free(&b);
+    nconv_context_destroy(ref);
+    nconv_context_destroy(forced);
+    nconv_context_destroy(heur);
 }
 
 /* igemm_cols, backward-data for thin input channels: the heuristic's choice for bwd_d (checked)
@@ -1389,6 +1531,7 @@ int main(void) {
     test_grouped();
     test_depthwise();
     test_depthwise_blocks();
+    test_depthwise_planes();
     test_pointwise();
     test_planes();
     test_bf16_pairs();

@@ -9,7 +9,7 @@
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
- * - the depthwise tile kernels of every ISA (sweep_dwtile_kernels);
+ * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -249,6 +249,76 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 for (int64_t r = 0; r < nr; r++) free(row[r]), free(w[r]);
                                 free(out), free(dy), free(acc), free(db);
                             }
+}
+
+/* The depthwise row kernel (dwrow) against f64 sums: 1-8 rows (each count has code of its own),
+ * rows of 1-56 pixels (vector tails), the shapes with code of their own (3, 5, 7 tap rows at row
+ * strides 1 and 2, square or not, pixel steps 1 and 2) and others (more than 8 W taps, dilated
+ * tap rows, a list with every row of its own, 1 x 1); W padding of 0-2 columns read through the
+ * row length (rows end at len: ASan sees any read beyond) and rows read in full (no padding,
+ * len far off). Outputs past n stay NaN; relu keeps a NaN read. */
+static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
+    /* nr, nk, rs, rd, step, W dilation */
+    const int64_t shapes[][6] = {{3, 3, 1, 1, 1, 1}, {5, 5, 1, 1, 1, 1}, {7, 7, 1, 1, 1, 1}, {3, 5, 1, 1, 1, 1},
+                                 {3, 3, 2, 1, 2, 1}, {5, 5, 2, 1, 2, 1}, {7, 7, 2, 1, 2, 1}, {3, 3, 2, 1, 1, 1},
+                                 {3, 11, 1, 1, 1, 1}, {3, 3, 1, 2, 1, 2}, {9, 3, 9, 1, 2, 1}, {1, 1, 1, 1, 1, 1}};
+    const int64_t ns[] = {1, 7, 14, 16, 17, 56};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int64_t m = 1; m <= 8; m++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int64_t pad = 0; pad <= 3; pad++) { /* pad 3: rows read in full, no length to mind */
+                    const int64_t nr = shapes[si][0], nk = shapes[si][1], rs = shapes[si][2], rd = shapes[si][3];
+                    const int64_t step = shapes[si][4], dw = shapes[si][5], n = ns[ni];
+                    const int relu = (int)((si + ni + (size_t)m) % 2);
+                    int64_t toff[16], len;
+                    if (pad < 3) { /* a source row of n * step columns, padded by pad on the left */
+                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw - pad;
+                        len = n * step;
+                    } else {
+                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw + 3;
+                        len = toff[nk - 1] + (n + 15) / 16 * 16 * step;
+                    }
+                    const int64_t nj = (m - 1) * rs + (nr - 1) * rd + 1, ys = n + 3;
+                    float *row[80], w[128];
+                    for (int64_t j = 0; j < nj; j++) {
+                        row[j] = malloc(sizeof(float) * (size_t)len);
+                        for (int64_t x = 0; x < len; x++) row[j][x] = (float)test_uniform(rng);
+                    }
+                    for (int64_t t = 0; t < nr * nk; t++) w[t] = (float)test_uniform(rng);
+                    const float init = (float)test_uniform(rng);
+                    float *y = malloc(sizeof(float) * (size_t)(m * ys));
+                    for (int64_t i = 0; i < m * ys; i++) y[i] = NAN;
+                    const int64_t x0 = toff[0]; /* output row 0's pixel 0, first tap */
+                    const int nan_in = relu && x0 >= 0 && x0 < len;
+                    if (nan_in) row[0][x0] = NAN;
+                    k->dwrow(m, n, nr, (const float *const *)row, rs, rd, nk, toff, step, len, w, init, y, ys, relu);
+                    double worst = 0;
+                    int untouched = 1, nan_ok = !nan_in || isnan(y[0]);
+                    for (int64_t r = 0; r < m; r++)
+                        for (int64_t i = 0; i < ys; i++) {
+                            const float o = y[r * ys + i];
+                            if (i >= n) {
+                                untouched = untouched && isnan(o);
+                                continue;
+                            }
+                            if (nan_in && r == 0) continue;
+                            double want = init;
+                            for (int64_t a = 0; a < nr; a++)
+                                for (int64_t b = 0; b < nk; b++) {
+                                    const int64_t x = toff[b] + i * step;
+                                    if (x >= 0 && x < len) want += (double)w[a * nk + b] * row[r * rs + a * rd][x];
+                                }
+                            if (relu && want < 0) want = 0;
+                            const double e = fabs(o - want) / (1 + fabs(want));
+                            if (!(e <= worst)) worst = e;
+                        }
+                    CHECK(worst <= 1e-5 && untouched && nan_ok,
+                          "%s dwrow m %lld n %lld rows %lld x %lld taps, rs %lld rd %lld step %lld pad %lld: err %g, "
+                          "untouched %d, NaN kept %d", k->name, (long long)m, (long long)n, (long long)nr, (long long)nk,
+                          (long long)rs, (long long)rd, (long long)step, (long long)pad, worst, untouched, nan_ok);
+                    for (int64_t j = 0; j < nj; j++) free(row[j]);
+                    free(y);
+                }
 }
 
 /* The small-group backward-weights kernel: q in {2, 4, 8}, every o0 / no
@@ -1145,6 +1215,7 @@ int main(void) {
         }
         sweep_tile_kernels(k, &krng);
         sweep_dwtile_kernels(k, &krng);
+        sweep_dwrow_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);

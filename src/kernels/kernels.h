@@ -176,6 +176,21 @@ typedef void nconv_f32_dwtile_bw_t(int64_t cw, int64_t cs, int64_t step, int64_t
                                        const float *const *rows, int64_t nt, const int64_t *toff, const float *dy,
                                        float *acc, float *db);
 typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
+/*
+ * Depthwise on planes (src/algo/depthwise_planes.c): m <= 8 output rows of one channel's plane,
+ * the same weights for each, output row r's tap row a reading row rows[r * rs + a * rd] (rs, rd
+ * >= 1: rows that several output rows share are listed once), pixel i of a tap at position
+ * toff[b] + i * step of it (step 1 or 2): for r < m, i < n,
+ *   y[r * ys + i] = act(init + sum_{a < nr, b < nk} w[a * nk + b] * R(r * rs + a * rd, toff[b] + i * step)),
+ * where R(j, x) = rows[j][x] for 0 <= x < len and 0 elsewhere (not read there; toff may be
+ * negative), summed in the order a, b; act = max(., 0) when relu (NaN stays NaN). Within
+ * [0, len), a row is readable at toff[b] + i for i < (n rounded up to a multiple of 16) * step;
+ * y is written for i < n only.
+ */
+typedef void nconv_f32_dwrow_t(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
+                                   int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w,
+                                   float init, float *y, int64_t ys, int relu);
+typedef nconv_f32_dwrow_t *nconv_f32_dwrow_fn;
 /* For the vector dwtile kernels: 3, 5 or 7 taps one column apart at pixel step 1 or 2 (the shapes
  * with code of their own), their count; else 0. */
 static inline int64_t nconv__dw_reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
@@ -300,7 +315,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(chsum, f32_chsum, f32_chsum, avx2, avx512)
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
     X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
-    X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)
+    X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)                    \
+    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)

@@ -1,0 +1,250 @@
+/*
+ * Algorithm "depthwise_planes": depthwise (groups == in_channels == out_channels) forward, and
+ * backward-data at stride 1, on f32 planes (NCHW) read and written in place. Each channel's plane
+ * is a convolution of its own, computed a vector of output pixels along W at a time in up to 8
+ * output rows at once (the dwrow kernel, each tap one broadcast weight):
+ *   fwd:   y[c] = conv(x[c], w[c]) with the layer's strides, dilations and padding mode;
+ *   bwd_d: dx[c] = conv(dy[c], w[c] reversed) at stride 1, dy padded by (k - 1) d - p with zeros.
+ * At W stride 1 or 2 with zero padding the kernel reads the source rows in place (the padding's
+ * columns masked off, pixel step 2 for stride 2), the rows of the next output rows fetched ahead.
+ * Otherwise a thread first copies a source plane's rows into a buffer, each row padded along W as
+ * the padding mode has it and split into s phases at W stride s (source column x at slot x / s of
+ * phase x mod s), so that every tap of an output row reads consecutive floats. Rows of H (and D)
+ * padding are a shared row of zeros in zero mode, else the row the mode maps them to. Operands
+ * that are not f32 planes, and z, are declined (depthwise computes them).
+ */
+#include "../internal.h"
+#include "../kernels/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { ROWS = 8 }; /* output rows per kernel call (the kernel's most) */
+
+static int dp_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    if (c->dt != NCONV_F32 || c->G != c->C || c->G != c->O) {
+        if (why_not) *why_not = "f32 depthwise only (groups == in_channels == out_channels)";
+        return 0;
+    }
+    if (dir == NCONV_DIR_BWD_W) {
+        if (why_not) *why_not = "fwd, and bwd_d at stride 1, only";
+        return 0;
+    }
+    if (dir == NCONV_DIR_BWD_D && (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1 || c->mode != NCONV_PAD_ZEROS)) {
+        if (why_not) *why_not = "bwd_d needs stride 1 and zero padding";
+        return 0;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- geometry */
+
+typedef struct dp_geo {
+    int64_t S[3], O[3];       /* the source (x, or dy for bwd_d) and output dims */
+    int64_t s[3], d[3], p[3]; /* strides, dilations and the padding before the source, as it is read */
+    int mode;
+    int direct; /* rows read in place (W stride 1 or 2, zero padding), the padding's columns masked off */
+    /* the buffer's rows (not direct): W phases (the W stride), slots before column 0, slots per phase, floats */
+    int64_t ph, margin, plen, rowlen;
+    int64_t K01, K2, KS;              /* taps of an output row across rows, along W, in all */
+    /* The source rows of a slice (o0) of output rows, as the kernel lists them: output row o1's tap
+     * row a reads entry o1 rs + a rd of its slice's V. Kernels of depth 1 list each row once (rs,
+     * rd: the H stride and dilation); else every (o1, tap row) pair has an entry of its own. */
+    int64_t nr, rs, rd, V;
+    size_t rowidx, toff, cmap, zero, wt, shared; /* bytes: the shared tables, the weights by channel */
+    size_t plane, ptrs, thread;                  /* bytes: a thread's scratch */
+} dp_geo;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
+    memset(g, 0, sizeof *g);
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    for (int a = 0; a < 3; a++) {
+        g->S[a] = bwd_d ? c->out[a] : c->in[a];
+        g->O[a] = bwd_d ? c->in[a] : c->out[a];
+        g->s[a] = c->s[a], g->d[a] = c->d[a];
+        g->p[a] = bwd_d ? (c->k[a] - 1) * c->d[a] - c->pb[a] : c->pb[a];
+    }
+    g->mode = bwd_d ? NCONV_PAD_ZEROS : c->mode;
+    g->direct = g->s[2] <= 2 && g->mode == NCONV_PAD_ZEROS;
+    g->ph = g->s[2];
+    g->margin = g->p[2] > 0 ? nconv__div_up(g->p[2], g->ph) : 0;
+    /* the last tap's run starts this many slots on; runs are read in whole vectors of 16 */
+    const int64_t reach = floor_div((c->k[2] - 1) * g->d[2] - g->p[2], g->ph) + g->margin;
+    g->plen = nconv__div_up(g->O[2], 16) * 16 + (reach > 0 ? reach : 0);
+    g->rowlen = nconv__div_up(g->ph * g->plen, 16) * 16;
+    g->K01 = c->k[0] * c->k[1], g->K2 = c->k[2], g->KS = g->K01 * g->K2;
+    const int shared = c->k[0] == 1;
+    g->nr = shared ? c->k[1] : g->K01;
+    g->rs = shared ? g->s[1] : g->K01;
+    g->rd = shared ? g->d[1] : 1;
+    g->V = shared ? (g->O[1] - 1) * g->rs + (g->nr - 1) * g->rd + 1 : g->O[1] * g->K01;
+    g->rowidx = sizeof(int64_t) * (size_t)(g->O[0] * g->V);
+    g->toff = sizeof(int64_t) * (size_t)g->K2;
+    g->cmap = sizeof(int64_t) * (size_t)(g->ph * g->plen);
+    g->zero = sizeof(float) * (size_t)(g->direct ? nconv__div_up(g->S[2], 16) * 16 : g->rowlen);
+    g->wt = sizeof(float) * (size_t)(c->C * g->KS);
+    g->shared = nconv__ws_round(g->rowidx) + nconv__ws_round(g->toff) + nconv__ws_round(g->cmap) +
+                nconv__ws_round(g->zero) + nconv__ws_round(g->wt);
+    g->plane = g->direct ? 0 : sizeof(float) * (size_t)(g->S[0] * g->S[1] * g->rowlen);
+    g->ptrs = sizeof(float *) * (size_t)((ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1);
+    g->thread = nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs);
+}
+
+static size_t dp_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    (void)copies; /* the operands are read and written in place */
+    dp_geo g;
+    geometry(c, dir, &g);
+    return g.shared + (size_t)threads * g.thread;
+}
+
+/* ------------------------------------------------------------------- run */
+
+typedef struct dp_ctx {
+    const nconv_exec *e;
+    const dp_geo *g;
+    const float *src;     /* x or dy */
+    float *out;           /* y or dx */
+    const nconv_view *sv, *ov;
+    const int64_t *rowidx; /* per slice, its V entries (see dp_geo): the source row, or -1 (zeros) */
+    const int64_t *toff;   /* per W tap: output pixel 0's position in a source row (direct) or a buffer row */
+    const int64_t *cmap;   /* per buffer slot: the source column, or -1 (zero) */
+    const float *zero, *init, *wt; /* wt: [C][KS], in tap order (reversed for bwd_d) */
+    int relu;
+    char *scratch;
+} dp_ctx;
+
+/* A source row into buffer row dr: columns [0, full * s) by phase, the slots around them as cmap has them. */
+static void fill_row(const dp_geo *g, const int64_t *cmap, const float *sr, float *dr) {
+    const int64_t s = g->ph, plen = g->plen, m = g->margin < g->plen ? g->margin : g->plen;
+    int64_t full = g->S[2] / s;
+    if (full > plen - m) full = plen - m;
+    if (s == 1) memcpy(dr + m, sr, sizeof(float) * (size_t)full);
+    else
+        for (int64_t f = 0; f < s; f++)
+            for (int64_t i = 0; i < full; i++) dr[f * plen + m + i] = sr[i * s + f];
+    for (int64_t f = 0; f < s; f++) {
+        float *df = dr + f * plen;
+        const int64_t *cf = cmap + f * plen;
+        for (int64_t q = 0; q < m; q++) df[q] = cf[q] < 0 ? 0.0f : sr[cf[q]];
+        for (int64_t q = m + full; q < plen; q++) df[q] = cf[q] < 0 ? 0.0f : sr[cf[q]];
+    }
+}
+
+/* Channel ch's weights in tap order (reversed for bwd_d) into wt; whether they are all finite. */
+static int gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt) {
+    const int64_t KS = nconv__core_kernel_spatial(c);
+    int finite = 1;
+    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+                const float v = nconv__load_f32(w->data, w->dt, off);
+                wt[reverse ? KS - 1 - t : t] = v;
+                finite &= isfinite(v) != 0;
+            }
+    return finite;
+}
+
+static void dp_task(void *arg, int tid, int nthreads) {
+    const dp_ctx *d = arg;
+    const nconv_exec *e = d->e;
+    const nconv_core *c = e->c;
+    const dp_geo *g = d->g;
+    char *sc = d->scratch + (size_t)tid * g->thread;
+    float *plane = (float *)sc;
+    const float **ptrs = (const float **)(sc + nconv__ws_round(g->plane));
+    const int64_t srows = g->S[0] * g->S[1], ow = g->O[2];
+    int64_t b, end;
+    nconv__split(c->N * c->C, tid, nthreads, &b, &end);
+    for (int64_t q = b; q < end; q++) {
+        const int64_t n = q / c->C, ch = q % c->C;
+        const float *wt = d->wt + ch * g->KS;
+        const float *sp = d->src + n * d->sv->stride[0] + ch * d->sv->stride[1];
+        const float *rows = g->direct ? sp : plane;
+        const int64_t rlen = g->direct ? g->S[2] : g->rowlen;
+        for (int64_t r = 0; !g->direct && r < srows; r++) fill_row(g, d->cmap, sp + r * g->S[2], plane + r * rlen);
+        float *op = d->out + n * d->ov->stride[0] + ch * d->ov->stride[1];
+        for (int64_t o0 = 0; o0 < g->O[0]; o0++)
+            for (int64_t o1 = 0; o1 < g->O[1]; o1 += ROWS) {
+                const int64_t m = g->O[1] - o1 < ROWS ? g->O[1] - o1 : ROWS;
+                const int64_t *idx = d->rowidx + o0 * g->V + o1 * g->rs;
+                const int64_t nj = (m - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+                for (int64_t j = 0; j < nj; j++) ptrs[j] = idx[j] < 0 ? d->zero : rows + idx[j] * rlen;
+                /* the next group's new source rows, read in place, on their way while this one computes */
+                for (int64_t j = nj; g->direct && j < nj + ROWS * g->rs && o1 * g->rs + j < g->V; j++)
+                    for (int64_t x = 0; idx[j] >= 0 && x < g->S[2]; x += 16)
+                        __builtin_prefetch(rows + idx[j] * rlen + x);
+                e->k->dwrow(m, ow, g->nr, ptrs, g->rs, g->rd, g->K2, d->toff, g->direct ? g->s[2] : 1, rlen, wt,
+                            d->init[ch], op + (o0 * g->O[1] + o1) * ow, ow, d->relu);
+            }
+    }
+}
+
+/* Whether the operands are what the algorithm reads and writes: f32 planes, no z. */
+static int dp_suit(const nconv_exec *e) {
+    if (e->x->dt != NCONV_F32 || e->y->dt != NCONV_F32 || (e->epi && e->epi->z)) return 0;
+    return nconv__view_is_planar_f32(e->x) && nconv__view_is_planar_f32(e->y);
+}
+
+static nconv_status dp_run(const nconv_exec *e) {
+    if (!dp_suit(e)) return (nconv_status)NCONV__DECLINE_LAYOUT;
+    const nconv_core *c = e->c;
+    const int bwd_d = e->dir == NCONV_DIR_BWD_D;
+    dp_geo g;
+    geometry(c, e->dir, &g);
+    const int threads = nconv__parallel_width(e);
+    int64_t *rowidx = nconv__arena_take(e->ws, g.rowidx), *toff = nconv__arena_take(e->ws, g.toff);
+    int64_t *cmap = nconv__arena_take(e->ws, g.cmap);
+    float *wt = nconv__arena_take(e->ws, g.wt);
+    float *zero = nconv__arena_take(e->ws, g.zero), *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)c->C);
+    char *scratch = nconv__arena_take(e->ws, (size_t)threads * g.thread);
+    if ((g.rowidx && !rowidx) || !toff || !cmap || !wt || !zero || !init || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise_planes");
+    for (int64_t o0 = 0; o0 < g.O[0]; o0++)
+        for (int64_t v = 0; v < g.V; v++) {
+            /* shared: source row v of the slice's reach; else (o1, a0, a1) = (v / K01, .., ..) */
+            const int64_t o1 = c->k[0] == 1 ? 0 : v / g.K01, a = c->k[0] == 1 ? 0 : v % g.K01;
+            const int64_t h = c->k[0] == 1 ? v : o1 * g.s[1] + (a % c->k[1]) * g.d[1];
+            const int64_t i0 = nconv__map_index(o0 * g.s[0] - g.p[0] + (a / c->k[1]) * g.d[0], g.S[0], g.mode);
+            const int64_t i1 = nconv__map_index(h - g.p[1], g.S[1], g.mode);
+            rowidx[o0 * g.V + v] = i0 < 0 || i1 < 0 ? -1 : i0 * g.S[1] + i1;
+        }
+    for (int64_t b = 0; b < g.K2; b++) {
+        const int64_t x0 = b * g.d[2] - g.p[2]; /* the source column of output pixel 0's tap b */
+        const int64_t f = x0 - floor_div(x0, g.ph) * g.ph;
+        toff[b] = g.direct ? x0 : f * g.plen + floor_div(x0, g.ph) + g.margin;
+    }
+    for (int64_t f = 0; f < g.ph; f++)
+        for (int64_t q = 0; q < g.plen; q++)
+            cmap[f * g.plen + q] = nconv__map_index((q - g.margin) * g.ph + f, g.S[2], g.mode);
+    /* dy's zero padding takes no products in bwd_d: a non-finite weight would make NaN of it */
+    int finite = 1;
+    for (int64_t ch = 0; ch < c->C; ch++) finite &= gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
+    if (bwd_d && !finite) return (nconv_status)NCONV__DECLINE_W;
+    memset(zero, 0, g.zero);
+    nconv__epi_init(e->epi, init, c->C);
+    dp_ctx d = {.e = e, .g = &g, .sv = bwd_d ? e->y : e->x, .ov = bwd_d ? e->x : e->y, .rowidx = rowidx,
+                .toff = toff, .cmap = cmap, .zero = zero, .init = init, .wt = wt, .relu = e->epi && e->epi->relu,
+                .scratch = scratch};
+    d.src = d.sv->data, d.out = d.ov->data;
+    nconv__parallel(e, dp_task, &d);
+    return NCONV_OK;
+}
+
+/* Rows of 56 pixels or more at stride 1, kernels up to 5 x 5: there a plane's rows beat the
+ * channel blocks of "depthwise" (narrower rows leave too much of a kernel call to overhead and
+ * partial vectors, stride 2 has its even lanes to gather, 7 x 7 taps gain nothing; BENCHMARKS.md). */
+static int dp_preferred(const nconv_core *c, nconv_direction dir) {
+    const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
+    return c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1 && ow >= 56 && c->k[1] <= 5 && c->k[2] <= 5;
+}
+
+/* Not where the activations are channels-last: they would always be declined. */
+static int dp_suits(unsigned copies) { return !(copies & NCONV_ACTS_NXC); }
+
+const nconv_algo nconv_algo_depthwise_planes = {
+    .name = "depthwise_planes", .applies = dp_applies, .workspace = dp_workspace, .run = dp_run,
+    .preferred = dp_preferred, .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT | NCONV__DECLINES_W, 0},
+    .suits = dp_suits};
