@@ -1152,8 +1152,9 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
 /* depthwise_planes, depthwise on f32 NCHW planes read in place: forced, over 1-3D, kernels 1-7 (3, 5
  * and 7 with code of their own), strides 1-3 (W stride 1 and 2 read in place, 3 through phases),
  * dilation, padding wider than the kernel's reach (bwd_d: a dy row cut), every padding mode (other
- * than zeros: through the padded row buffer), transposed (its
- * forward is the core bwd_d, with bias and relu), with and without the epilogue, against the
+ * than zeros: through the padded row buffer; reflect on rows of 3 and 6 pixels, whose buffer slots
+ * reach columns the mode maps out of the row: fuzz_conv's corpus has the input that found it),
+ * transposed (its forward is the core bwd_d, with bias and relu), with and without the epilogue, against the
  * reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in NCONV_VERBOSE's lines:
  * depthwise_planes where it applies to planes, another where it declines (channels-last operands,
  * a forward with z). The heuristic takes it for rows of 56 pixels at stride 1, kernels up to 5 x 5,
@@ -1173,7 +1174,8 @@ static void test_depthwise_planes(void) {
         {2, 3, 9, 18, 5, 2, 1, 2, 3, 0, 0, 0}, {1, 4, 1, 70, 4, 1, 1, 1, 0, 0, 1, 0},
         {3, 3, 5, 14, 3, 1, 1, 1, 0, 0, 1, 0}, {2, 3, 12, 26, 3, 2, 1, 1, 0, 1, 1, 0},
         {2, 3, 12, 26, 3, 1, 1, 1, 0, 1, 1, 0}, {2, 4, 10, 30, 1, 1, 1, 0, 0, 0, 2, 0},
-        {2, 3, 9, 20, 3, 1, 1, 3, 0, 0, 0, 0},
+        {2, 3, 9, 20, 3, 1, 1, 3, 0, 0, 0, 0}, {1, 2, 1, 6, 3, 2, 1, 2, 1, 0, 1, 0},
+        {1, 2, 1, 3, 3, 3, 1, 2, 1, 0, 0, 0},
         {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 55, 3, 1, 1, 1, 0, 0, 1, 2},
         {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};

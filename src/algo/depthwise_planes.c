@@ -109,7 +109,7 @@ typedef struct dp_ctx {
     const nconv_view *sv, *ov;
     const int64_t *rowidx; /* per slice, its V entries (see dp_geo): the source row, or -1 (zeros) */
     const int64_t *toff;   /* per W tap: output pixel 0's position in a source row (direct) or a buffer row */
-    const int64_t *cmap;   /* per buffer slot: the source column, or -1 (zero) */
+    const int64_t *cmap;   /* per buffer slot: the source column in [0, S[2]), or -1 (zero) */
     const float *zero, *init, *wt; /* wt: [C][KS], in tap order (reversed for bwd_d) */
     int relu;
     char *scratch;
@@ -216,9 +216,14 @@ static nconv_status dp_run(const nconv_exec *e) {
         const int64_t f = x0 - floor_div(x0, g.ph) * g.ph;
         toff[b] = g.direct ? x0 : f * g.plen + floor_div(x0, g.ph) + g.margin;
     }
+    /* Slots past the padding's reach (a margin rounded up to whole slots, rows rounded up to whole
+     * vectors) feed no output pixel; the modes do not map every such column into the row (reflect
+     * maps -n to n): they read zeros. */
     for (int64_t f = 0; f < g.ph; f++)
-        for (int64_t q = 0; q < g.plen; q++)
-            cmap[f * g.plen + q] = nconv__map_index((q - g.margin) * g.ph + f, g.S[2], g.mode);
+        for (int64_t q = 0; q < g.plen; q++) {
+            const int64_t x = (q - g.margin) * g.ph + f, src = nconv__map_index(x, g.S[2], g.mode);
+            cmap[f * g.plen + q] = x < -g.p[2] || src >= g.S[2] ? -1 : src;
+        }
     /* dy's zero padding takes no products in bwd_d: a non-finite weight would make NaN of it */
     int finite = 1;
     for (int64_t ch = 0; ch < c->C; ch++) finite &= gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
