@@ -1154,12 +1154,12 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * dilation, padding wider than the kernel's reach (bwd_d: a dy row cut), every padding mode (other
  * than zeros: through the padded row buffer; reflect on rows of 3 and 6 pixels, whose buffer slots
  * reach columns the mode maps out of the row: fuzz_conv's corpus has the input that found it),
- * transposed (its forward is the core bwd_d, with bias and relu), with and without the epilogue, against the
- * reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in NCONV_VERBOSE's lines:
- * depthwise_planes where it applies to planes, another where it declines (channels-last operands,
- * a forward with z). The heuristic takes it for rows of 56 pixels at stride 1, kernels up to 5 x 5,
- * and not for 55 pixels or 7 x 7 (checked). An infinite weight: NaN where the reference has it in
- * fwd, and bwd_d declined. */
+ * transposed (its forward is the core bwd_d, with bias and relu), with and without the epilogue,
+ * against the reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in
+ * NCONV_VERBOSE's lines: depthwise_planes where it applies to planes, another where it declines
+ * (channels-last operands, a forward with z). The heuristic takes it for rows of 56 pixels at
+ * stride 1, kernels up to 5 x 5, and not for 55 pixels or 7 x 7 (checked). An infinite weight: NaN
+ * where the reference has it in fwd, and bwd_d declined. */
 static void test_depthwise_planes(void) {
     nconv_context *ref, *forced, *heur;
     contexts("ref", "depthwise_planes", &ref, &forced);
