@@ -219,7 +219,7 @@ static nconv_status dp_run(const nconv_exec *e) {
     /* Slots past the padding's reach (a margin rounded up to whole slots, rows rounded up to whole
      * vectors) feed no output pixel; the modes do not map every such column into the row (reflect
      * maps -n to n): they read zeros. */
-    for (int64_t f = 0; f < g.ph; f++)
+    for (int64_t f = 0; !g.direct && f < g.ph; f++) /* the buffer's only */
         for (int64_t q = 0; q < g.plen; q++) {
             const int64_t x = (q - g.margin) * g.ph + f, src = nconv__map_index(x, g.S[2], g.mode);
             cmap[f * g.plen + q] = x < -g.p[2] || src >= g.S[2] ? -1 : src;
