@@ -41,7 +41,12 @@ enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: th
 enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per unit */
 enum { KGROUP = 8 };           /* 1x1: planes copied into B together (see run_task) */
 enum { O_FLOATS = 65536 };     /* 16-bit outputs: a unit's f32 rows before narrowing, 256 KiB */
-enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most */
+enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most (but see LONG_TILES) */
+/* Where one block holds the whole reduction and a unit writes at least twice the rows it reads,
+ * stores are the cost: a unit's row runs are made long (up to 2,048 pixels per plane), since many
+ * short runs on as many planes each wrote slower than memory allows. Several blocks would sum
+ * into a tile larger than L2. */
+enum { LONG_TILES = 128 };
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
@@ -61,16 +66,17 @@ static int is_1x1(const nconv_core *c) {
  * (every output-side channel of the group) fit O_FLOATS. */
 static int64_t unit_tiles(const nconv_core *c, int64_t rows, int64_t red) {
     const int64_t kb = red < K_BLOCK ? red : K_BLOCK;
+    const int64_t cap = red <= K_BLOCK && rows >= 2 * red ? LONG_TILES : MAX_TILES;
     int64_t pt = B_FLOATS / (kb * NR);
-    if (pt > MAX_TILES) pt = MAX_TILES;
+    if (pt > cap) pt = cap;
     if (c->dt != NCONV_F32 && pt * NR * rows > O_FLOATS) pt = O_FLOATS / (NR * rows);
     return pt < 1 ? 1 : pt;
 }
 
 /* 16-bit operands: floats of a unit's f32 rows (f32 outputs are written in place) and of a group
- * of its B rows widened (1x1: [KGROUP][MAX_TILES * NR], one conversion per plane run). */
+ * of its B rows widened (1x1: [KGROUP][tiles * NR], one conversion per plane run). */
 static int64_t wide_floats(const nconv_core *c, int64_t rows, int64_t red) {
-    return c->dt == NCONV_F32 ? 0 : rows * unit_tiles(c, rows, red) * NR + KGROUP * MAX_TILES * NR;
+    return c->dt == NCONV_F32 ? 0 : (rows + KGROUP) * unit_tiles(c, rows, red) * NR;
 }
 
 static int64_t row_floats(const nconv_core *c);
@@ -279,7 +285,7 @@ static void run_task(void *arg, int tid, int nthreads) {
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
     float *rowbuf = bpack + B_FLOATS;
     float *wide = rowbuf + row_floats(c);         /* 16-bit: B rows widened, [KGROUP][pt * NR] */
-    float *obuf = wide + KGROUP * MAX_TILES * NR; /* 16-bit: the unit's rows, [rows][pt * NR] */
+    float *obuf = wide + KGROUP * pc->pt * NR; /* 16-bit: the unit's rows, [rows][pt * NR] */
     const char **brows = (const char **)(wide + wide_floats(c, pc->rows, pc->red));
     const nconv_convert16_fn cv = pc->cv;
     const size_t esz = nconv_dtype_size(c->dt);
