@@ -147,6 +147,12 @@ static int gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int re
     return finite;
 }
 
+/* Source rows idx[j0 .. j1) of a plane read in place (entries of -1: zeros, nothing to read). */
+static void prefetch_rows(const float *rows, int64_t rlen, const int64_t *idx, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; j++)
+        for (int64_t x = 0; idx[j] >= 0 && x < rlen; x += 16) __builtin_prefetch(rows + idx[j] * rlen + x);
+}
+
 static void dp_task(void *arg, int tid, int nthreads) {
     const dp_ctx *d = arg;
     const nconv_exec *e = d->e;
@@ -156,6 +162,8 @@ static void dp_task(void *arg, int tid, int nthreads) {
     float *plane = (float *)sc;
     const float **ptrs = (const float **)(sc + nconv__ws_round(g->plane));
     const int64_t srows = g->S[0] * g->S[1], ow = g->O[2];
+    /* rows a slice's first group reads */
+    const int64_t first = ((g->O[1] < ROWS ? g->O[1] : ROWS) - 1) * g->rs + (g->nr - 1) * g->rd + 1;
     int64_t b, end;
     nconv__split(c->N * c->C, tid, nthreads, &b, &end);
     for (int64_t q = b; q < end; q++) {
@@ -172,10 +180,18 @@ static void dp_task(void *arg, int tid, int nthreads) {
                 const int64_t *idx = d->rowidx + o0 * g->V + o1 * g->rs;
                 const int64_t nj = (m - 1) * g->rs + (g->nr - 1) * g->rd + 1;
                 for (int64_t j = 0; j < nj; j++) ptrs[j] = idx[j] < 0 ? d->zero : rows + idx[j] * rlen;
-                /* the next group's new source rows, read in place, on their way while this one computes */
-                for (int64_t j = nj; g->direct && j < nj + ROWS * g->rs && o1 * g->rs + j < g->V; j++)
-                    for (int64_t x = 0; idx[j] >= 0 && x < g->S[2]; x += 16)
-                        __builtin_prefetch(rows + idx[j] * rlen + x);
+                /* The next group's new source rows, read in place, on their way while this one
+                 * computes: the hardware prefetcher alone left the kernel waiting on memory half
+                 * the time. After a slice's last group, the next slice's or plane's first. */
+                const int64_t left = g->V - o1 * g->rs; /* the slice's entries from idx on */
+                if (g->direct && o1 + ROWS < g->O[1]) {
+                    prefetch_rows(rows, rlen, idx, nj, nj + ROWS * g->rs < left ? nj + ROWS * g->rs : left);
+                } else if (g->direct && o0 + 1 < g->O[0]) {
+                    prefetch_rows(rows, rlen, idx + left, 0, first);
+                } else if (g->direct && q + 1 < end) {
+                    const int64_t n1 = (q + 1) / c->C, ch1 = (q + 1) % c->C;
+                    prefetch_rows(d->src + n1 * d->sv->stride[0] + ch1 * d->sv->stride[1], rlen, d->rowidx, 0, first);
+                }
                 e->k->dwrow(m, ow, g->nr, ptrs, g->rs, g->rd, g->K2, d->toff, g->direct ? g->s[2] : 1, rlen, wt,
                             d->init[ch], op + (o0 * g->O[1] + o1) * ow, ow, d->relu);
             }
@@ -238,12 +254,14 @@ static nconv_status dp_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-/* Rows of 56 pixels or more at stride 1, kernels up to 5 x 5: there a plane's rows beat the
- * channel blocks of "depthwise" (narrower rows leave too much of a kernel call to overhead and
- * partial vectors, stride 2 has its even lanes to gather, 7 x 7 taps gain nothing; BENCHMARKS.md). */
+/* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or of 28 or more with
+ * 3 x 3: there a plane's rows beat the channel blocks of "depthwise". Narrower rows leave too much
+ * of a kernel call to overhead and partial vectors; 7 x 7 taps gain nothing (BENCHMARKS.md). */
 static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
-    return c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1 && ow >= 56 && c->k[1] <= 5 && c->k[2] <= 5;
+    const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
+    if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
+    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3);
 }
 
 /* Not where the activations are channels-last: they would always be declined. */
