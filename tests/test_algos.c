@@ -999,7 +999,9 @@ static void test_depthwise(void) {
         {2, 33, 8, 2, 1, 0, 1, 0, 1, 0},  {2, 48, 16, 5, 1, 2, 1, 2, 2, 0}, {2, 16, 29, 3, 2, 1, 1, 3, 1, 0},
         {2, 8, 32, 1, 1, 0, 1, 0, 0, 0},  {2, 24, 20, 4, 2, 1, 1, 0, 1, 0}, {2, 16, 8, 3, 2, 1, 1, 0, 1, 1},
         {2, 16, 30, 7, 2, 3, 1, 0, 3, 0}, {1, 9, 33, 3, 1, 1, 3, 0, 3, 0},  {2, 16, 14, 5, 3, 2, 2, 0, 2, 0},
-        {2, 16, 12, 3, 2, 2, 2, 0, 2, 0}}; /* the last two: bwd_d phases with taps d apart, one phase without taps */
+        {2, 16, 12, 3, 2, 2, 2, 0, 2, 0}, /* the last two: bwd_d phases with taps d apart, one phase without taps */
+        /* channels-last rows read in place: pixels whose taps all lie in the padding, dilated taps at stride 2 */
+        {1, 16, 100, 3, 1, 3, 1, 0, 3, 0}, {2, 32, 40, 3, 2, 2, 2, 0, 2, 0}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -1075,17 +1077,21 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
 
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
- * channels in blocks, units of a few rows; every direction and the bias gradient (summed by
- * bwd_w's kernels) against the reference, the same bits for 1 and 3 threads, channels-last and
- * planar operands. */
+ * channels in blocks, units of a few rows; 64 channels in one block, the forward's channels-last
+ * source rows read in place; every direction and the bias gradient
+ * (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3 threads,
+ * channels-last and planar operands. */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 57;
-    /* C, spatial size, expected path of fwd / bwd_d, of bwd_w */
-    const struct { int64_t C, size; const char *fd, *w; } cases[] = {
-        {200, 14, "path=channel blocks in L1", NULL}, {1000, 20, "path=channel blocks,", "path=channel blocks,"}};
-    for (int i = 0; i < 2; i++)
+    /* C, spatial size, expected path of fwd, bwd_d, bwd_w (NULL: none named), whether they are
+     * named for channels-last operands only */
+    const struct { int64_t C, size; const char *path[3]; int nxc; } cases[] = {
+        {200, 14, {"path=channel blocks in L1", "path=channel blocks in L1", NULL}, 0},
+        {1000, 20, {"path=channel blocks,", "path=channel blocks,", "path=channel blocks,"}, 0},
+        {64, 14, {"path=rows in place", NULL, NULL}, 1}};
+    for (int i = 0; i < 3; i++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
             nconv_problem p;
             nconv_problem_init(&p, 2);
@@ -1099,7 +1105,8 @@ static void test_depthwise_blocks(void) {
             const char *dirs[] = {"core=fwd,algo=depthwise", "core=bwd_d,algo=depthwise", "core=bwd_w,algo=depthwise"};
             for (int dir = 0; dir < 3; dir++) {
                 const char *line = strstr(text, dirs[dir]), *end = line ? strchr(line, '\n') : NULL;
-                const char *want = dir < 2 ? cases[i].fd : cases[i].w, *at = line ? strstr(line, "path=") : NULL;
+                const char *want = cases[i].nxc && layout != LAYOUT_NXC ? NULL : cases[i].path[dir];
+                const char *at = line ? strstr(line, "path=") : NULL;
                 CHECK(line && end, "depthwise blocks case %d: no %s in\n%s", i, dirs[dir], text);
                 if (!line || !end) continue;
                 CHECK(want ? at && at < end && !strncmp(at, want, strlen(want)) : !at || at > end,

@@ -13,7 +13,8 @@
  * L2 (L1 for small images, see RING_BYTES); else the channels are cut into blocks whose ring
  * does, and where even one vector's does not, rows run in column segments. With a W stride of 3
  * or more the columns are stored by phase (column q at slot q / s of phase q mod s), so that a
- * row's pixels are one column apart.
+ * row's pixels are one column apart. The forward reads channels-last f32 rows in place instead
+ * where few of a row's pixels reach into the W padding (see fwd_direct_unit).
  *   fwd, bwd_w: output row (od, oh) reads rows (od s - p + kd d, oh s - p + kh d).
  *   bwd_d: the dx columns of one residue mod the W stride are one run over the taps that reach
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
@@ -182,7 +183,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
     g->tags = sizeof(int64_t) * (size_t)g->ring_rows;
     g->rowbuf = sizeof(float) * (size_t)(g->seg * bw);
     g->dybuf = dir == NCONV_DIR_BWD_W ? sizeof(float) * (size_t)(g->seg * bw) : 0;
-    g->ptrs = sizeof(float *) * (size_t)(2 * K01);
+    g->ptrs = sizeof(float *) * (size_t)(4 * K01); /* rows and their weights; fwd_direct_unit's border calls' */
     g->toff = sizeof(int64_t) * (size_t)(K01 + c->k[2]); /* bwd_d: the kernel row of each row; the taps' offsets */
 }
 
@@ -284,6 +285,7 @@ typedef struct dw_ctx {
     const nconv_kernels *k;
     const dw_geo *g;
     dw_act src, out, dy;   /* the swept operand, the written one (fwd, bwd_d), bwd_w's dy */
+    int direct;            /* fwd: the source rows read in place (see fwd_direct_unit) */
     const float *packed, *init, *zero;
     const int64_t *taps, *start; /* bwd_d: W taps by phase */
     float *partial;        /* bwd_w: per unit, [block][KS][channel of block], then the bias gradient's [cpad] */
@@ -386,7 +388,7 @@ static const float *ring_row(const dw_ctx *d, ring *rg, int64_t n, int64_t a, in
 typedef struct dw_scratch {
     ring rg;
     float *rowbuf, *dybuf;
-    const float **rows, **wrows; /* the kernel's rows and their weights */
+    const float **rows, **wrows, **brows, **bwrows; /* the kernel's rows and their weights; a border call's */
     int64_t *sel, *toff;         /* bwd_d: the kernel row of each row; taps' offsets */
 } dw_scratch;
 
@@ -398,7 +400,8 @@ static void take_scratch(const dw_ctx *d, int tid, dw_scratch *s) {
     s->rg.tags = (int64_t *)p, p += nconv__ws_round(g->tags);
     s->rowbuf = (float *)p, p += nconv__ws_round(g->rowbuf);
     s->dybuf = (float *)p, p += nconv__ws_round(g->dybuf);
-    s->rows = (const float **)p, s->wrows = s->rows + K01, p += nconv__ws_round(g->ptrs);
+    s->rows = (const float **)p, s->wrows = s->rows + K01, s->brows = s->wrows + K01, s->bwrows = s->brows + K01;
+    p += nconv__ws_round(g->ptrs);
     s->sel = (int64_t *)p, s->toff = s->sel + K01;
 }
 
@@ -450,6 +453,75 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     for (int64_t t = 0; t < d->c->k[2]; t++) {
         const int64_t q = t * d->c->d[2];
         toff[t] = ((q % ph) * d->g->slots + q / ph) * cw;
+    }
+}
+
+/* fwd: the output pixels [pl, pr) of a row whose taps all read columns in [0, W), none past
+ * the padding. */
+static void interior(const nconv_core *c, int64_t *pl, int64_t *pr) {
+    const int64_t S = c->s[2], P = c->pb[2], OW = c->out[2], last = c->in[2] - 1 + P - (c->k[2] - 1) * c->d[2];
+    *pl = nconv__div_up(P, S) < OW ? nconv__div_up(P, S) : OW;
+    *pr = last >= 0 ? last / S + 1 : 0; /* last: the interior's last pixel times S, at most */
+    if (*pr > OW) *pr = OW;
+    if (*pr < *pl) *pr = *pl;
+}
+
+/* fwd with the source rows read in place (d->direct: channels-last x, zero padding, W stride 1 or
+ * 2, whole vectors of channels), the output rows [q0, q1) of image n: the pixels whose taps all
+ * read the row in one call, each other pixel with the taps that do (the rest read zeros), rows in
+ * the padding skipped: no copy into the ring, a large share of these layers' time (BENCHMARKS.md). */
+static void fwd_direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, int64_t q1) {
+    const nconv_core *c = d->c;
+    const dw_geo *g = d->g;
+    const nconv_view *v = d->src.v;
+    const int64_t K2 = c->k[2], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
+    const int64_t W = c->in[2], S = c->s[2], D = c->d[2], P = c->pb[2], px = v->stride[4];
+    int64_t pl, pr;
+    interior(c, &pl, &pr);
+    for (int64_t t = 0; t < K2; t++) s->toff[t] = t * D * px;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t o0 = q / g->orow[1], o1 = q % g->orow[1];
+        int64_t nr = 0;
+        for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < c->k[1]; k1++, r++) {
+                const int64_t a = o0 * c->s[0] - c->pb[0] + k0 * c->d[0], b = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
+                if (a < 0 || a >= c->in[0] || b < 0 || b >= c->in[1]) continue;
+                s->rows[nr] = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
+                s->wrows[nr++] = d->packed + r * K2 * g->cpad + c0;
+            }
+        /* the next output row's last s[1] kernel rows (without dilation, the rows it adds), on
+         * their way while this one computes: read in place, they missed the cache where the
+         * ring's copies had streamed them in */
+        const int64_t a1 = o0 * c->s[0] - c->pb[0], b1 = (o1 + 1) * c->s[1] - c->pb[1];
+        for (int64_t k0 = 0; q + 1 < q1 && o1 + 1 < g->orow[1] && k0 < c->k[0]; k0++)
+            for (int64_t k1 = c->k[1] > c->s[1] ? c->k[1] - c->s[1] : 0; k1 < c->k[1]; k1++) {
+                const int64_t a = a1 + k0 * c->d[0], b = b1 + k1 * c->d[1];
+                if (a < 0 || a >= c->in[0] || b < 0 || b >= c->in[1]) continue;
+                const float *row = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
+                for (int64_t col = 0; col < W; col++)
+                    for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(row + col * px + x);
+            }
+        int64_t os;
+        for (int64_t p = 0; p < g->ow; p = p + 1 == pl && pr > pl ? pr : p + 1) {
+            const int64_t col = p * S - P; /* tap 0's column */
+            const int64_t t0 = col >= 0 ? 0 : nconv__div_up(-col, D);
+            const int64_t t1 = W - 1 - col < 0 ? 0 : (W - 1 - col) / D + 1 < K2 ? (W - 1 - col) / D + 1 : K2;
+            const int64_t nt = t1 > t0 ? t1 - t0 : 0;
+            for (int64_t r = 0; r < nr; r++) {
+                s->brows[r] = nt ? s->rows[r] + (col + t0 * D) * px : s->rows[r];
+                s->bwrows[r] = s->wrows[r] + t0 * g->cpad;
+            }
+            float *out = out_at(d, s, n, o0, o1, 0, p, k, &os);
+            d->k->dwtile(cw, px, S, 1, nr, s->brows, s->bwrows, g->cpad, nt, s->toff, d->init + c0, out, os, cw,
+                         d->relu);
+        }
+        if (pr > pl) {
+            for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (pl * S - P) * px;
+            float *out = out_at(d, s, n, o0, o1, 0, pl, k, &os);
+            d->k->dwtile(cw, px, S, pr - pl, nr, s->brows, s->wrows, g->cpad, K2, s->toff, d->init + c0, out, os, cw,
+                         d->relu);
+        }
+        out_planes(d, s, n, o0, o1, 0, g->ow, k);
     }
 }
 
@@ -547,6 +619,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
         const int64_t n = ru / per_image, q0 = ru % per_image * g->rb, q1 = q0 + g->rb < R ? q0 + g->rb : R;
         s.rg.k = u % g->nblocks;
         if (d->dir == NCONV_DIR_BWD_D) bwd_d_unit(d, &s, n, q0, q1);
+        else if (d->direct) fwd_direct_unit(d, &s, n, q0, q1);
         else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
                       q0, q1);
     }
@@ -616,8 +689,6 @@ static nconv_status dw_run(const nconv_exec *e) {
     if ((xs && !xb) || (ys && !yb) || (!e->packed && g.packed && !packed) || !init || !zero || (g.partial && !partial) ||
         !taps || !shares || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise");
-    if (e->path && g.nseg > 1) *e->path = "column segments";
-    else if (e->path && g.nblocks > 1) *e->path = g.l1 ? "channel blocks in L1" : "channel blocks";
     dw_ctx d = {.c = c, .dir = e->dir, .k = e->k, .g = &g, .init = init, .zero = zero, .taps = taps,
                 .start = taps + c->k[2], .partial = partial, .shares = shares, .scratch = scratch,
                 .scratch_stride = thread_bytes(&g)};
@@ -638,6 +709,18 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv_view xcopy, ycopy, ocopy;
     if (e->dir == NCONV_DIR_BWD_D) d.src = input_act(e, e->y, yb, &ycopy);
     else d.src = input_act(e, e->x, xb, &xcopy);
+    d.direct = e->dir == NCONV_DIR_FWD && d.src.chan && c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
+               c->C % g.vl == 0;
+    if (d.direct) { /* not where border pixels, a kernel call each, are more than 1 in 7 */
+        int64_t pl, pr;
+        interior(c, &pl, &pr);
+        d.direct = 7 * (g.ow - (pr - pl)) <= g.ow;
+    }
+    if (e->path && g.nseg > 1) *e->path = "column segments";
+    else if (e->path && g.nblocks > 1 && d.direct)
+        *e->path = g.l1 ? "channel blocks in L1, rows in place" : "channel blocks, rows in place";
+    else if (e->path && g.nblocks > 1) *e->path = g.l1 ? "channel blocks in L1" : "channel blocks";
+    else if (e->path && d.direct) *e->path = "rows in place";
     if (e->dir == NCONV_DIR_BWD_W) {
         d.dy = input_act(e, e->y, yb, &ycopy);
         d.lanes = e->db_lanes;
