@@ -1077,8 +1077,8 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
 
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
- * channels in blocks, units of a few rows; 64 channels in one block, the forward's channels-last
- * source rows read in place; every direction and the bias gradient
+ * channels in blocks, units of a few rows; 64 channels in one block, the channels-last source
+ * rows of fwd and bwd_d read in place; every direction and the bias gradient
  * (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3 threads,
  * channels-last and planar operands. */
 static void test_depthwise_blocks(void) {
@@ -1090,7 +1090,7 @@ static void test_depthwise_blocks(void) {
     const struct { int64_t C, size; const char *path[3]; int nxc; } cases[] = {
         {200, 14, {"path=channel blocks in L1", "path=channel blocks in L1", NULL}, 0},
         {1000, 20, {"path=channel blocks,", "path=channel blocks,", "path=channel blocks,"}, 0},
-        {64, 14, {"path=rows in place", NULL, NULL}, 1}};
+        {64, 14, {"path=rows in place", "path=rows in place", NULL}, 1}};
     for (int i = 0; i < 3; i++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
             nconv_problem p;

@@ -14,7 +14,8 @@
  * does, and where even one vector's does not, rows run in column segments. With a W stride of 3
  * or more the columns are stored by phase (column q at slot q / s of phase q mod s), so that a
  * row's pixels are one column apart. The forward reads channels-last f32 rows in place instead
- * where few of a row's pixels reach into the W padding (see fwd_direct_unit).
+ * where few of a row's pixels reach into the W padding, and so does bwd_d at stride 1 (see
+ * direct_unit).
  *   fwd, bwd_w: output row (od, oh) reads rows (od s - p + kd d, oh s - p + kh d).
  *   bwd_d: the dx columns of one residue mod the W stride are one run over the taps that reach
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
@@ -183,7 +184,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
     g->tags = sizeof(int64_t) * (size_t)g->ring_rows;
     g->rowbuf = sizeof(float) * (size_t)(g->seg * bw);
     g->dybuf = dir == NCONV_DIR_BWD_W ? sizeof(float) * (size_t)(g->seg * bw) : 0;
-    g->ptrs = sizeof(float *) * (size_t)(4 * K01); /* rows and their weights; fwd_direct_unit's border calls' */
+    g->ptrs = sizeof(float *) * (size_t)(4 * K01); /* rows and their weights; direct_unit's border calls' */
     g->toff = sizeof(int64_t) * (size_t)(K01 + c->k[2]); /* bwd_d: the kernel row of each row; the taps' offsets */
 }
 
@@ -285,7 +286,7 @@ typedef struct dw_ctx {
     const nconv_kernels *k;
     const dw_geo *g;
     dw_act src, out, dy;   /* the swept operand, the written one (fwd, bwd_d), bwd_w's dy */
-    int direct;            /* fwd: the source rows read in place (see fwd_direct_unit) */
+    int direct;            /* fwd, bwd_d: the source rows read in place (see direct_unit) */
     const float *packed, *init, *zero;
     const int64_t *taps, *start; /* bwd_d: W taps by phase */
     float *partial;        /* bwd_w: per unit, [block][KS][channel of block], then the bias gradient's [cpad] */
@@ -456,47 +457,67 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     }
 }
 
-/* fwd: the output pixels [pl, pr) of a row whose taps all read columns in [0, W), none past
- * the padding. */
-static void interior(const nconv_core *c, int64_t *pl, int64_t *pr) {
-    const int64_t S = c->s[2], P = c->pb[2], OW = c->out[2], last = c->in[2] - 1 + P - (c->k[2] - 1) * c->d[2];
-    *pl = nconv__div_up(P, S) < OW ? nconv__div_up(P, S) : OW;
-    *pr = last >= 0 ? last / S + 1 : 0; /* last: the interior's last pixel times S, at most */
-    if (*pr > OW) *pr = OW;
+/* Rows read in place (direct_unit): fwd, and bwd_d at stride 1 as the forward of dy with the
+ * kernel reversed, padded by (k - 1) d - p. Along W: the source's width and the padding before
+ * it, as it is read. */
+static int64_t direct_w(const nconv_core *c, nconv_direction dir, int64_t *pad) {
+    const int bwd_d = dir == NCONV_DIR_BWD_D;
+    *pad = bwd_d ? (c->k[2] - 1) * c->d[2] - c->pb[2] : c->pb[2];
+    return bwd_d ? c->out[2] : c->in[2];
+}
+
+/* The output pixels [pl, pr) of a row whose taps all read source columns in [0, W), none past
+ * the padding (direct_unit). */
+static void interior(const nconv_core *c, nconv_direction dir, int64_t ow, int64_t *pl, int64_t *pr) {
+    int64_t P;
+    const int64_t W = direct_w(c, dir, &P), S = dir == NCONV_DIR_BWD_D ? 1 : c->s[2];
+    const int64_t last = W - 1 + P - (c->k[2] - 1) * c->d[2]; /* the interior's last pixel times S, at most */
+    *pl = P <= 0 ? 0 : nconv__div_up(P, S) < ow ? nconv__div_up(P, S) : ow; /* bwd_d's P may be negative */
+    *pr = last >= 0 ? last / S + 1 : 0;
+    if (*pr > ow) *pr = ow;
     if (*pr < *pl) *pr = *pl;
 }
 
-/* fwd with the source rows read in place (d->direct: channels-last x, zero padding, W stride 1 or
- * 2, whole vectors of channels), the output rows [q0, q1) of image n: the pixels whose taps all
- * read the row in one call, each other pixel with the taps that do (the rest read zeros), rows in
- * the padding skipped: no copy into the ring, a large share of these layers' time (BENCHMARKS.md). */
-static void fwd_direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, int64_t q1) {
+/* The output rows [q0, q1) of image n with the source rows read in place (d->direct:
+ * channels-last f32 source, zero padding, W stride 1 or 2 (bwd_d: every stride 1), whole
+ * vectors of channels): the pixels whose taps all read the row in one call, each other pixel
+ * with the taps that do (the rest read zeros), rows in the padding skipped: no copy into the
+ * ring, a large share of these layers' time (BENCHMARKS.md). bwd_d's taps are packed last
+ * first, so that its source columns, as fwd's, increase with the tap. */
+static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, int64_t q1) {
     const nconv_core *c = d->c;
     const dw_geo *g = d->g;
     const nconv_view *v = d->src.v;
-    const int64_t K2 = c->k[2], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
-    const int64_t W = c->in[2], S = c->s[2], D = c->d[2], P = c->pb[2], px = v->stride[4];
-    int64_t pl, pr;
-    interior(c, &pl, &pr);
+    const int bwd_d = d->dir == NCONV_DIR_BWD_D;
+    const int64_t K1 = c->k[1], K2 = c->k[2], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
+    const int64_t S = bwd_d ? 1 : c->s[2], D = c->d[2], px = v->stride[4];
+    int64_t P, pl, pr;
+    const int64_t W = direct_w(c, d->dir, &P);
+    interior(c, d->dir, g->ow, &pl, &pr);
     for (int64_t t = 0; t < K2; t++) s->toff[t] = t * D * px;
+    /* the source row of output row (o0, o1)'s kernel row (k0, k1): fwd o s - p + k d, bwd_d o + p - k d */
+    const int64_t sgn = bwd_d ? -1 : 1, s0 = bwd_d ? 1 : c->s[0], s1 = bwd_d ? 1 : c->s[1];
+    const int64_t *src = g->src;
+    /* kernel rows whose source rows the next output row adds (without dilation): fwd the last s1, bwd_d the first */
+    const int64_t kn0 = bwd_d ? 0 : K1 > s1 ? K1 - s1 : 0, kn1 = bwd_d ? 1 : K1;
     for (int64_t q = q0; q < q1; q++) {
         const int64_t o0 = q / g->orow[1], o1 = q % g->orow[1];
         int64_t nr = 0;
         for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++)
-            for (int64_t k1 = 0; k1 < c->k[1]; k1++, r++) {
-                const int64_t a = o0 * c->s[0] - c->pb[0] + k0 * c->d[0], b = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
-                if (a < 0 || a >= c->in[0] || b < 0 || b >= c->in[1]) continue;
+            for (int64_t k1 = 0; k1 < K1; k1++, r++) {
+                const int64_t a = o0 * s0 - sgn * c->pb[0] + sgn * k0 * c->d[0];
+                const int64_t b = o1 * s1 - sgn * c->pb[1] + sgn * k1 * c->d[1];
+                if (a < 0 || a >= src[0] || b < 0 || b >= src[1]) continue;
                 s->rows[nr] = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
                 s->wrows[nr++] = d->packed + r * K2 * g->cpad + c0;
             }
-        /* the next output row's last s[1] kernel rows (without dilation, the rows it adds), on
-         * their way while this one computes: read in place, they missed the cache where the
-         * ring's copies had streamed them in */
-        const int64_t a1 = o0 * c->s[0] - c->pb[0], b1 = (o1 + 1) * c->s[1] - c->pb[1];
+        /* the rows the next output row adds, on their way while this one computes: read in place,
+         * they missed the cache where the ring's copies had streamed them in */
         for (int64_t k0 = 0; q + 1 < q1 && o1 + 1 < g->orow[1] && k0 < c->k[0]; k0++)
-            for (int64_t k1 = c->k[1] > c->s[1] ? c->k[1] - c->s[1] : 0; k1 < c->k[1]; k1++) {
-                const int64_t a = a1 + k0 * c->d[0], b = b1 + k1 * c->d[1];
-                if (a < 0 || a >= c->in[0] || b < 0 || b >= c->in[1]) continue;
+            for (int64_t k1 = kn0; k1 < kn1; k1++) {
+                const int64_t a = o0 * s0 - sgn * c->pb[0] + sgn * k0 * c->d[0];
+                const int64_t b = (o1 + 1) * s1 - sgn * c->pb[1] + sgn * k1 * c->d[1];
+                if (a < 0 || a >= src[0] || b < 0 || b >= src[1]) continue;
                 const float *row = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
                 for (int64_t col = 0; col < W; col++)
                     for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(row + col * px + x);
@@ -618,8 +639,8 @@ static void dw_task(void *arg, int tid, int nthreads) {
         const int64_t ru = u / g->nblocks;
         const int64_t n = ru / per_image, q0 = ru % per_image * g->rb, q1 = q0 + g->rb < R ? q0 + g->rb : R;
         s.rg.k = u % g->nblocks;
-        if (d->dir == NCONV_DIR_BWD_D) bwd_d_unit(d, &s, n, q0, q1);
-        else if (d->direct) fwd_direct_unit(d, &s, n, q0, q1);
+        if (d->direct) direct_unit(d, &s, n, q0, q1);
+        else if (d->dir == NCONV_DIR_BWD_D) bwd_d_unit(d, &s, n, q0, q1);
         else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
                       q0, q1);
     }
@@ -709,11 +730,12 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv_view xcopy, ycopy, ocopy;
     if (e->dir == NCONV_DIR_BWD_D) d.src = input_act(e, e->y, yb, &ycopy);
     else d.src = input_act(e, e->x, xb, &xcopy);
-    d.direct = e->dir == NCONV_DIR_FWD && d.src.chan && c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
-               c->C % g.vl == 0;
+    const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
+    d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1)) && d.src.chan &&
+               c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 && c->C % g.vl == 0;
     if (d.direct) { /* not where border pixels, a kernel call each, are more than 1 in 7 */
         int64_t pl, pr;
-        interior(c, &pl, &pr);
+        interior(c, e->dir, g.ow, &pl, &pr);
         d.direct = 7 * (g.ow - (pr - pl)) <= g.ow;
     }
     if (e->path && g.nseg > 1) *e->path = "column segments";
