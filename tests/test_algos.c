@@ -719,7 +719,7 @@ static void test_planes(void) {
         {2, 16, 2100, 1, 6, 1, 1, 0, 1, 0, 0}, /* 16-bit: units of one tile (rows of 2100 channels) */
         /* outputs 2-9x the inputs: units of up to 128 tiles (2 per plane with 16-bit rows, and
          * in the gather) */
-        {2, 8, 48, 1, 40, 1, 1, 0, 1, 0, 0},   {2, 1, 24, 1, 45, 3, 1, 1, 1, 0, 1}};
+        {2, 8, 40, 1, 40, 1, 1, 0, 1, 0, 0},   {2, 1, 24, 1, 45, 3, 1, 1, 1, 0, 1}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -1000,8 +1000,9 @@ static void test_depthwise(void) {
         {2, 8, 32, 1, 1, 0, 1, 0, 0, 0},  {2, 24, 20, 4, 2, 1, 1, 0, 1, 0}, {2, 16, 8, 3, 2, 1, 1, 0, 1, 1},
         {2, 16, 30, 7, 2, 3, 1, 0, 3, 0}, {1, 9, 33, 3, 1, 1, 3, 0, 3, 0},  {2, 16, 14, 5, 3, 2, 2, 0, 2, 0},
         {2, 16, 12, 3, 2, 2, 2, 0, 2, 0}, /* the last two: bwd_d phases with taps d apart, one phase without taps */
-        /* channels-last rows read in place: pixels whose taps all lie in the padding, dilated taps at stride 2 */
-        {1, 16, 100, 3, 1, 3, 1, 0, 3, 0}, {2, 32, 40, 3, 2, 2, 2, 0, 2, 0}};
+        /* channels-last rows read in place: pixels whose taps all lie in the padding, dilated taps at
+         * stride 2 (bwd_d: a phase without taps), stride 2 */
+        {1, 16, 100, 3, 1, 3, 1, 0, 3, 0}, {2, 32, 40, 3, 2, 2, 2, 0, 2, 0}, {2, 32, 40, 3, 2, 1, 1, 0, 1, 0}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -1173,8 +1174,8 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * against the reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in
  * NCONV_VERBOSE's lines: depthwise_planes where it applies to planes, another where it declines
  * (channels-last operands, a forward with z). The heuristic takes it (checked) for rows of 56
- * pixels with kernels up to 5 x 5 and of 28 with 3 x 3, at strides 1 and 2 (backward-data: 1), and
- * not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3. An infinite weight: NaN
+ * pixels with kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1
+ * and 2 (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3. An infinite weight: NaN
  * where the reference has it in fwd, and bwd_d declined. */
 static void test_depthwise_planes(void) {
     nconv_context *ref, *forced, *heur;
@@ -1182,7 +1183,7 @@ static void test_depthwise_planes(void) {
     nconv_context_create(&heur);
     uint64_t rng = 61;
     /* ndims, C, H, W, kernel, stride, dilation, padding, mode, transposed, epi, heuristic (1: taking
-     * depthwise_planes, 2: not) */
+     * depthwise_planes, 2: not, 3: taking it where vectors have 16 lanes) */
     const int64_t cases[][12] = {
         {2, 5, 9, 21, 3, 1, 1, 1, 0, 0, 1, 0}, {2, 3, 12, 33, 5, 2, 1, 2, 0, 0, 0, 0},
         {2, 4, 11, 20, 7, 1, 1, 3, 0, 0, 1, 0}, {2, 2, 10, 40, 3, 1, 2, 2, 0, 0, 0, 0},
@@ -1193,9 +1194,9 @@ static void test_depthwise_planes(void) {
         {2, 3, 9, 20, 3, 1, 1, 3, 0, 0, 0, 0}, {1, 2, 1, 6, 3, 2, 1, 2, 1, 0, 1, 0},
         {1, 2, 1, 3, 3, 3, 1, 2, 1, 0, 0, 0},
         {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 30, 5, 1, 1, 2, 0, 0, 1, 2},
-        {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}, {2, 6, 12, 28, 3, 1, 1, 1, 0, 0, 1, 1},
-        {2, 6, 12, 27, 3, 1, 1, 1, 0, 0, 1, 2}, {2, 6, 12, 57, 3, 2, 1, 1, 0, 0, 1, 1},
-        {2, 6, 12, 90, 3, 3, 1, 1, 0, 0, 1, 2}};
+        {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}, {2, 6, 12, 28, 3, 1, 1, 1, 0, 0, 1, 3},
+        {2, 6, 12, 27, 3, 1, 1, 1, 0, 0, 1, 2}, {2, 6, 12, 57, 3, 2, 1, 1, 0, 0, 1, 3},
+        {2, 6, 12, 112, 3, 2, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 90, 3, 3, 1, 1, 0, 0, 1, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < ncases; i++)
@@ -1226,8 +1227,9 @@ static void test_depthwise_planes(void) {
             const int ncx = layout == LAYOUT_NCX; /* z declined: the forward's only */
             const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
             const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
-            const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (cs[11] == 1 || fwd_on_f)},
-                                                                   {bwd, ncx && ((cs[11] == 1 && bwd_d_core) || dx_on_f)}};
+            const int taken = cs[11] == 1 || (cs[11] == 3 && nconv__kernels()->dw_vl >= 16);
+            const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (taken || fwd_on_f)},
+                                                                   {bwd, ncx && ((taken && bwd_d_core) || dx_on_f)}};
             for (int dir = 0; dir < 2; dir++)
                 CHECK(verbose_ran(text, dirs[dir].core, "algo=depthwise_planes,") == dirs[dir].want,
                       "depthwise planes case %d layout %d: %s%s depthwise_planes in\n%s", i, layout, dirs[dir].core,

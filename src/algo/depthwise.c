@@ -13,9 +13,8 @@
  * L2 (L1 for small images, see RING_BYTES); else the channels are cut into blocks whose ring
  * does, and where even one vector's does not, rows run in column segments. With a W stride of 3
  * or more the columns are stored by phase (column q at slot q / s of phase q mod s), so that a
- * row's pixels are one column apart. The forward reads channels-last f32 rows in place instead
- * where few of a row's pixels reach into the W padding, and so does bwd_d at stride 1 (see
- * direct_unit).
+ * row's pixels are one column apart. fwd and bwd_d read channels-last f32 rows in place instead
+ * where few of a row's pixels reach into the W padding (see direct_unit).
  *   fwd, bwd_w: output row (od, oh) reads rows (od s - p + kd d, oh s - p + kh d).
  *   bwd_d: the dx columns of one residue mod the W stride are one run over the taps that reach
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
@@ -457,90 +456,128 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     }
 }
 
-/* Rows read in place (direct_unit): fwd, and bwd_d at stride 1 as the forward of dy with the
- * kernel reversed, padded by (k - 1) d - p. Along W: the source's width and the padding before
- * it, as it is read. */
-static int64_t direct_w(const nconv_core *c, nconv_direction dir, int64_t *pad) {
-    const int bwd_d = dir == NCONV_DIR_BWD_D;
-    *pad = bwd_d ? (c->k[2] - 1) * c->d[2] - c->pb[2] : c->pb[2];
-    return bwd_d ? c->out[2] : c->in[2];
+/* Rows read in place (direct_unit): an output row is computed as lines, fwd's one, bwd_d's one per
+ * tap phase f (its dx columns of one residue mod the W stride). Line f: output pixels first + i S
+ * (i < m; fwd: S 1), pixel i's tap j reading source column e[j] + i step (e increasing with j).
+ * Returns nt, its taps (0: none, every pixel act(init)), or -1 where the phase has no pixel. */
+static int64_t direct_line(const dw_ctx *d, int64_t f, int64_t *first, int64_t *m, int64_t *step, int64_t *e) {
+    const nconv_core *c = d->c;
+    const int64_t ow = d->g->ow;
+    if (d->dir == NCONV_DIR_FWD) {
+        *first = 0, *m = ow, *step = c->s[2];
+        for (int64_t t = 0; t < c->k[2]; t++) e[t] = t * c->d[2] - c->pb[2];
+        return c->k[2];
+    }
+    const int64_t S = c->s[2];
+    *first = ((f - c->pb[2]) % S + S) % S; /* dx columns i with (i + pb) mod S == f */
+    if (*first >= ow) return -1;
+    *m = nconv__div_up(ow - *first, S), *step = 1;
+    const int64_t nt = d->start[f + 1] - d->start[f], *taps = d->taps + d->start[f];
+    for (int64_t j = 0; j < nt; j++) e[j] = (*first + c->pb[2] - taps[j] * c->d[2]) / S; /* last tap first */
+    return nt;
 }
 
-/* The output pixels [pl, pr) of a row whose taps all read source columns in [0, W), none past
- * the padding (direct_unit). */
-static void interior(const nconv_core *c, nconv_direction dir, int64_t ow, int64_t *pl, int64_t *pr) {
-    int64_t P;
-    const int64_t W = direct_w(c, dir, &P), S = dir == NCONV_DIR_BWD_D ? 1 : c->s[2];
-    const int64_t last = W - 1 + P - (c->k[2] - 1) * c->d[2]; /* the interior's last pixel times S, at most */
-    *pl = P <= 0 ? 0 : nconv__div_up(P, S) < ow ? nconv__div_up(P, S) : ow; /* bwd_d's P may be negative */
-    *pr = last >= 0 ? last / S + 1 : 0;
-    if (*pr > ow) *pr = ow;
-    if (*pr < *pl) *pr = *pl;
+/* The pixels [*il, *ir) of a line (see direct_line) whose taps all read source columns in [0, W). */
+static void line_interior(const int64_t *e, int64_t nt, int64_t m, int64_t step, int64_t W, int64_t *il, int64_t *ir) {
+    *il = e[0] >= 0 ? 0 : nconv__div_up(-e[0], step);
+    *ir = W - 1 - e[nt - 1] >= 0 ? (W - 1 - e[nt - 1]) / step + 1 : 0;
+    if (*il > m) *il = m;
+    if (*ir > m) *ir = m;
+    if (*ir < *il) *ir = *il;
+}
+
+/* The source row (its index a * src[1] + b) that output row (o0, o1) reads for kernel row (k0, k1),
+ * or -1 where that lies in the padding (bwd_d: or no dy row reaches it). */
+static int64_t direct_row(const dw_ctx *d, int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
+    const nconv_core *c = d->c;
+    const int64_t *src = d->g->src;
+    if (d->dir == NCONV_DIR_FWD) {
+        const int64_t a = o0 * c->s[0] - c->pb[0] + k0 * c->d[0], b = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
+        return a < 0 || a >= src[0] || b < 0 || b >= src[1] ? -1 : a * src[1] + b;
+    }
+    const int64_t a = o0 + c->pb[0] - k0 * c->d[0], b = o1 + c->pb[1] - k1 * c->d[1];
+    if (a < 0 || a % c->s[0] || a / c->s[0] >= src[0] || b < 0 || b % c->s[1] || b / c->s[1] >= src[1]) return -1;
+    return a / c->s[0] * src[1] + b / c->s[1];
+}
+
+/* The output pixels that read the W padding, lines together (direct: a kernel call each). */
+static int64_t direct_border(const dw_ctx *d) {
+    int64_t e[64], first, m, step, il, ir, border = 0;
+    const int64_t W = d->g->src[2];
+    for (int64_t f = 0; f < (d->dir == NCONV_DIR_FWD ? 1 : d->c->s[2]); f++) {
+        const int64_t nt = direct_line(d, f, &first, &m, &step, e);
+        if (nt <= 0) continue;
+        line_interior(e, nt, m, step, W, &il, &ir);
+        border += m - (ir - il);
+    }
+    return border;
 }
 
 /* The output rows [q0, q1) of image n with the source rows read in place (d->direct:
- * channels-last f32 source, zero padding, W stride 1 or 2 (bwd_d: every stride 1), whole
- * vectors of channels): the pixels whose taps all read the row in one call, each other pixel
+ * channels-last f32 source, zero padding, fwd at W stride 1 or 2, few pixels in the W padding):
+ * per line (direct_line), the pixels whose taps all read the row in one call, each other pixel
  * with the taps that do (the rest read zeros), rows in the padding skipped: no copy into the
- * ring, a large share of these layers' time (BENCHMARKS.md). bwd_d's taps are packed last
- * first, so that its source columns, as fwd's, increase with the tap. */
+ * ring, a large share of these layers' time (BENCHMARKS.md). */
 static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, int64_t q1) {
     const nconv_core *c = d->c;
     const dw_geo *g = d->g;
     const nconv_view *v = d->src.v;
-    const int bwd_d = d->dir == NCONV_DIR_BWD_D;
-    const int64_t K1 = c->k[1], K2 = c->k[2], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
-    const int64_t S = bwd_d ? 1 : c->s[2], D = c->d[2], px = v->stride[4];
-    int64_t P, pl, pr;
-    const int64_t W = direct_w(c, d->dir, &P);
-    interior(c, d->dir, g->ow, &pl, &pr);
-    for (int64_t t = 0; t < K2; t++) s->toff[t] = t * D * px;
-    /* the source row of output row (o0, o1)'s kernel row (k0, k1): fwd o s - p + k d, bwd_d o + p - k d */
-    const int64_t sgn = bwd_d ? -1 : 1, s0 = bwd_d ? 1 : c->s[0], s1 = bwd_d ? 1 : c->s[1];
-    const int64_t *src = g->src;
-    /* kernel rows whose source rows the next output row adds (without dilation): fwd the last s1, bwd_d the first */
-    const int64_t kn0 = bwd_d ? 0 : K1 > s1 ? K1 - s1 : 0, kn1 = bwd_d ? 1 : K1;
+    const int64_t K01 = c->k[0] * c->k[1], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
+    const int64_t W = g->src[2], px = v->stride[4], cpad = g->cpad;
+    const float *base = (const float *)v->data + n * v->stride[0] + c0 * v->stride[1];
+    int64_t e[64];
     for (int64_t q = q0; q < q1; q++) {
         const int64_t o0 = q / g->orow[1], o1 = q % g->orow[1];
         int64_t nr = 0;
-        for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++)
-            for (int64_t k1 = 0; k1 < K1; k1++, r++) {
-                const int64_t a = o0 * s0 - sgn * c->pb[0] + sgn * k0 * c->d[0];
-                const int64_t b = o1 * s1 - sgn * c->pb[1] + sgn * k1 * c->d[1];
-                if (a < 0 || a >= src[0] || b < 0 || b >= src[1]) continue;
-                s->rows[nr] = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
-                s->wrows[nr++] = d->packed + r * K2 * g->cpad + c0;
-            }
-        /* the rows the next output row adds, on their way while this one computes: read in place,
-         * they missed the cache where the ring's copies had streamed them in */
-        for (int64_t k0 = 0; q + 1 < q1 && o1 + 1 < g->orow[1] && k0 < c->k[0]; k0++)
-            for (int64_t k1 = kn0; k1 < kn1; k1++) {
-                const int64_t a = o0 * s0 - sgn * c->pb[0] + sgn * k0 * c->d[0];
-                const int64_t b = (o1 + 1) * s1 - sgn * c->pb[1] + sgn * k1 * c->d[1];
-                if (a < 0 || a >= src[0] || b < 0 || b >= src[1]) continue;
-                const float *row = (const float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1];
-                for (int64_t col = 0; col < W; col++)
-                    for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(row + col * px + x);
-            }
-        int64_t os;
-        for (int64_t p = 0; p < g->ow; p = p + 1 == pl && pr > pl ? pr : p + 1) {
-            const int64_t col = p * S - P; /* tap 0's column */
-            const int64_t t0 = col >= 0 ? 0 : nconv__div_up(-col, D);
-            const int64_t t1 = W - 1 - col < 0 ? 0 : (W - 1 - col) / D + 1 < K2 ? (W - 1 - col) / D + 1 : K2;
-            const int64_t nt = t1 > t0 ? t1 - t0 : 0;
-            for (int64_t r = 0; r < nr; r++) {
-                s->brows[r] = nt ? s->rows[r] + (col + t0 * D) * px : s->rows[r];
-                s->bwrows[r] = s->wrows[r] + t0 * g->cpad;
-            }
-            float *out = out_at(d, s, n, o0, o1, 0, p, k, &os);
-            d->k->dwtile(cw, px, S, 1, nr, s->brows, s->bwrows, g->cpad, nt, s->toff, d->init + c0, out, os, cw,
-                         d->relu);
+        for (int64_t r = 0; r < K01; r++) {
+            const int64_t row = direct_row(d, o0, o1, r / c->k[1], r % c->k[1]);
+            if (row < 0) continue;
+            s->rows[nr] = base + (row / g->src[1]) * v->stride[2] + (row % g->src[1]) * v->stride[3];
+            s->sel[nr++] = r;
         }
-        if (pr > pl) {
-            for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (pl * S - P) * px;
-            float *out = out_at(d, s, n, o0, o1, 0, pl, k, &os);
-            d->k->dwtile(cw, px, S, pr - pl, nr, s->brows, s->wrows, g->cpad, K2, s->toff, d->init + c0, out, os, cw,
-                         d->relu);
+        /* the next output row's source rows that this one does not read, on their way while it
+         * computes: read in place, they missed the cache where the ring's copies had streamed them in */
+        for (int64_t r = 0; q + 1 < q1 && o1 + 1 < g->orow[1] && r < K01; r++) {
+            const int64_t row = direct_row(d, o0, o1 + 1, r / c->k[1], r % c->k[1]);
+            if (row < 0) continue;
+            const float *p = base + (row / g->src[1]) * v->stride[2] + (row % g->src[1]) * v->stride[3];
+            int seen = 0;
+            for (int64_t j = 0; j < nr && !seen; j++) seen = s->rows[j] == p;
+            for (int64_t col = 0; !seen && col < W; col++)
+                for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(p + col * px + x);
+        }
+        for (int64_t f = 0; f < (d->dir == NCONV_DIR_FWD ? 1 : c->s[2]); f++) {
+            int64_t first, m, step, il, ir, os;
+            const int64_t nt = direct_line(d, f, &first, &m, &step, e);
+            if (nt < 0) continue;
+            /* the line's weights: fwd [row][tap]; bwd_d per phase, [row][tap of f] */
+            const float *wf = d->packed + c0 + (d->dir == NCONV_DIR_FWD ? 0 : K01 * d->start[f] * cpad);
+            for (int64_t r = 0; r < nr; r++) s->wrows[r] = wf + s->sel[r] * nt * cpad;
+            float *out = out_at(d, s, n, o0, o1, 0, first, k, &os);
+            os *= d->dir == NCONV_DIR_FWD ? 1 : c->s[2];
+            if (nt == 0) {
+                d->k->dwtile(cw, px, step, m, nr, s->rows, s->wrows, cpad, 0, s->toff, d->init + c0, out, os, cw, d->relu);
+                continue;
+            }
+            line_interior(e, nt, m, step, W, &il, &ir);
+            for (int64_t i = il > 0 ? 0 : ir; i < m; i = i + 1 == il ? ir : i + 1) { /* [0, il), [ir, m) */
+                int64_t t0 = 0, t1 = nt;
+                while (t0 < nt && e[t0] + i * step < 0) t0++;
+                while (t1 > t0 && e[t1 - 1] + i * step > W - 1) t1--;
+                for (int64_t j = t0; j < t1; j++) s->toff[j - t0] = (e[j] - e[t0]) * px;
+                for (int64_t r = 0; r < nr; r++) {
+                    s->brows[r] = t1 > t0 ? s->rows[r] + (e[t0] + i * step) * px : s->rows[r];
+                    s->bwrows[r] = s->wrows[r] + t0 * cpad;
+                }
+                d->k->dwtile(cw, px, step, 1, nr, s->brows, s->bwrows, cpad, t1 - t0, s->toff, d->init + c0, out + i * os,
+                             os, cw, d->relu);
+            }
+            if (ir > il) {
+                for (int64_t j = 0; j < nt; j++) s->toff[j] = (e[j] - e[0]) * px;
+                for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (e[0] + il * step) * px;
+                d->k->dwtile(cw, px, step, ir - il, nr, s->brows, s->wrows, cpad, nt, s->toff, d->init + c0,
+                             out + il * os, os, cw, d->relu);
+            }
         }
         out_planes(d, s, n, o0, o1, 0, g->ow, k);
     }
@@ -730,14 +767,9 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv_view xcopy, ycopy, ocopy;
     if (e->dir == NCONV_DIR_BWD_D) d.src = input_act(e, e->y, yb, &ycopy);
     else d.src = input_act(e, e->x, xb, &xcopy);
-    const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
-    d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1)) && d.src.chan &&
-               c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 && c->C % g.vl == 0;
-    if (d.direct) { /* not where border pixels, a kernel call each, are more than 1 in 7 */
-        int64_t pl, pr;
-        interior(c, e->dir, g.ow, &pl, &pr);
-        d.direct = 7 * (g.ow - (pr - pl)) <= g.ow;
-    }
+    /* not where the pixels in the W padding, a kernel call each, are more than 1 in 7 */
+    d.direct = e->dir != NCONV_DIR_BWD_W && d.src.chan && c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
+               c->C % g.vl == 0 && c->k[2] <= 64 && 7 * direct_border(&d) <= g.ow;
     if (e->path && g.nseg > 1) *e->path = "column segments";
     else if (e->path && g.nblocks > 1 && d.direct)
         *e->path = g.l1 ? "channel blocks in L1, rows in place" : "channel blocks, rows in place";

@@ -254,14 +254,15 @@ static nconv_status dp_run(const nconv_exec *e) {
     return NCONV_OK;
 }
 
-/* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or of 28 or more with
- * 3 x 3: there a plane's rows beat the channel blocks of "depthwise". Narrower rows leave too much
- * of a kernel call to overhead and partial vectors; 7 x 7 taps gain nothing (BENCHMARKS.md). */
+/* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or, with vectors of 16
+ * lanes, of 28 or more with 3 x 3: there a plane's rows beat the channel blocks of "depthwise".
+ * Narrower rows leave too much of a kernel call to overhead and partial vectors (a 28-pixel row
+ * is 3.5 vectors of 8); 7 x 7 taps gain nothing (BENCHMARKS.md). */
 static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
     const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
     if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
-    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3);
+    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16);
 }
 
 /* Not where the activations are channels-last: they would always be declined. */
