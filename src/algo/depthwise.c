@@ -43,6 +43,8 @@ enum { RING_BYTES = 192 << 10, RING_L1_BYTES = 24 << 10, RING_IMAGE_BYTES = 512 
 /* fwd and bwd_d in channel blocks: the source rows of a unit of output rows, which each block
  * reads in turn, stay in L2. */
 #define UNIT_SOURCE_BYTES ((size_t)384 << 10)
+/* fwd and bwd_d read the source rows in place up to this size of an image's source (direct_unit). */
+#define DIRECT_IMAGE_BYTES ((size_t)2 << 20)
 /* bwd_w: units per image where there are fewer images than this, and the most partial sums. */
 enum { BW_UNITS = 8 };
 #define BW_PARTIAL_BYTES ((size_t)64 << 20)
@@ -456,28 +458,18 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     }
 }
 
-/* Rows read in place (direct_unit): an output row is computed as lines, fwd's one, bwd_d's one per
- * tap phase f (its dx columns of one residue mod the W stride). Line f: output pixels first + i S
- * (i < m; fwd: S 1), pixel i's tap j reading source column e[j] + i step (e increasing with j).
- * Returns nt, its taps (0: none, every pixel act(init)), or -1 where the phase has no pixel. */
-static int64_t direct_line(const dw_ctx *d, int64_t f, int64_t *first, int64_t *m, int64_t *step, int64_t *e) {
+/* Rows read in place (direct_unit): bwd_d (at stride 1) as the forward of dy with the kernel
+ * reversed (its taps are packed last first). Output pixel i's tap j reads source column
+ * e[j] + i step (e increasing with j); returns the taps' count. */
+static int64_t direct_line(const dw_ctx *d, int64_t *step, int64_t *e) {
     const nconv_core *c = d->c;
-    const int64_t ow = d->g->ow;
-    if (d->dir == NCONV_DIR_FWD) {
-        *first = 0, *m = ow, *step = c->s[2];
-        for (int64_t t = 0; t < c->k[2]; t++) e[t] = t * c->d[2] - c->pb[2];
-        return c->k[2];
-    }
-    const int64_t S = c->s[2];
-    *first = ((f - c->pb[2]) % S + S) % S; /* dx columns i with (i + pb) mod S == f */
-    if (*first >= ow) return -1;
-    *m = nconv__div_up(ow - *first, S), *step = 1;
-    const int64_t nt = d->start[f + 1] - d->start[f], *taps = d->taps + d->start[f];
-    for (int64_t j = 0; j < nt; j++) e[j] = (*first + c->pb[2] - taps[j] * c->d[2]) / S; /* last tap first */
-    return nt;
+    const int bwd_d = d->dir == NCONV_DIR_BWD_D;
+    *step = bwd_d ? 1 : c->s[2];
+    for (int64_t j = 0; j < c->k[2]; j++) e[j] = bwd_d ? c->pb[2] - d->taps[j] * c->d[2] : j * c->d[2] - c->pb[2];
+    return c->k[2];
 }
 
-/* The pixels [*il, *ir) of a line (see direct_line) whose taps all read source columns in [0, W). */
+/* The pixels [*il, *ir) of a row of m (see direct_line) whose taps all read source columns in [0, W). */
 static void line_interior(const int64_t *e, int64_t nt, int64_t m, int64_t step, int64_t W, int64_t *il, int64_t *ir) {
     *il = e[0] >= 0 ? 0 : nconv__div_up(-e[0], step);
     *ir = W - 1 - e[nt - 1] >= 0 ? (W - 1 - e[nt - 1]) / step + 1 : 0;
@@ -487,7 +479,7 @@ static void line_interior(const int64_t *e, int64_t nt, int64_t m, int64_t step,
 }
 
 /* The source row (its index a * src[1] + b) that output row (o0, o1) reads for kernel row (k0, k1),
- * or -1 where that lies in the padding (bwd_d: or no dy row reaches it). */
+ * or -1 where that lies in the padding. */
 static int64_t direct_row(const dw_ctx *d, int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
     const nconv_core *c = d->c;
     const int64_t *src = d->g->src;
@@ -495,29 +487,23 @@ static int64_t direct_row(const dw_ctx *d, int64_t o0, int64_t o1, int64_t k0, i
         const int64_t a = o0 * c->s[0] - c->pb[0] + k0 * c->d[0], b = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
         return a < 0 || a >= src[0] || b < 0 || b >= src[1] ? -1 : a * src[1] + b;
     }
-    const int64_t a = o0 + c->pb[0] - k0 * c->d[0], b = o1 + c->pb[1] - k1 * c->d[1];
-    if (a < 0 || a % c->s[0] || a / c->s[0] >= src[0] || b < 0 || b % c->s[1] || b / c->s[1] >= src[1]) return -1;
-    return a / c->s[0] * src[1] + b / c->s[1];
+    const int64_t a = o0 + c->pb[0] - k0 * c->d[0], b = o1 + c->pb[1] - k1 * c->d[1]; /* bwd_d: stride 1 */
+    return a < 0 || a >= src[0] || b < 0 || b >= src[1] ? -1 : a * src[1] + b;
 }
 
-/* The output pixels that read the W padding, lines together (direct: a kernel call each). */
+/* The output pixels of a row that read the W padding (direct: a kernel call each). */
 static int64_t direct_border(const dw_ctx *d) {
-    int64_t e[64], first, m, step, il, ir, border = 0;
-    const int64_t W = d->g->src[2];
-    for (int64_t f = 0; f < (d->dir == NCONV_DIR_FWD ? 1 : d->c->s[2]); f++) {
-        const int64_t nt = direct_line(d, f, &first, &m, &step, e);
-        if (nt <= 0) continue;
-        line_interior(e, nt, m, step, W, &il, &ir);
-        border += m - (ir - il);
-    }
-    return border;
+    int64_t e[64], step, il, ir;
+    const int64_t nt = direct_line(d, &step, e);
+    line_interior(e, nt, d->g->ow, step, d->g->src[2], &il, &ir);
+    return d->g->ow - (ir - il);
 }
 
 /* The output rows [q0, q1) of image n with the source rows read in place (d->direct:
- * channels-last f32 source, zero padding, fwd at W stride 1 or 2, few pixels in the W padding):
- * per line (direct_line), the pixels whose taps all read the row in one call, each other pixel
- * with the taps that do (the rest read zeros), rows in the padding skipped: no copy into the
- * ring, a large share of these layers' time (BENCHMARKS.md). */
+ * channels-last f32 source, zero padding, fwd at W stride 1 or 2, bwd_d at stride 1, few pixels
+ * in the W padding): the pixels whose taps all read the row in one call, each other pixel with
+ * the taps that do (the rest read zeros), rows in the padding skipped: no copy into the ring, a
+ * large share of these layers' time (BENCHMARKS.md). */
 static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, int64_t q1) {
     const nconv_core *c = d->c;
     const dw_geo *g = d->g;
@@ -546,38 +532,28 @@ static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, i
             for (int64_t col = 0; !seen && col < W; col++)
                 for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(p + col * px + x);
         }
-        for (int64_t f = 0; f < (d->dir == NCONV_DIR_FWD ? 1 : c->s[2]); f++) {
-            int64_t first, m, step, il, ir, os;
-            const int64_t nt = direct_line(d, f, &first, &m, &step, e);
-            if (nt < 0) continue;
-            /* the line's weights: fwd [row][tap]; bwd_d per phase, [row][tap of f] */
-            const float *wf = d->packed + c0 + (d->dir == NCONV_DIR_FWD ? 0 : K01 * d->start[f] * cpad);
-            for (int64_t r = 0; r < nr; r++) s->wrows[r] = wf + s->sel[r] * nt * cpad;
-            float *out = out_at(d, s, n, o0, o1, 0, first, k, &os);
-            os *= d->dir == NCONV_DIR_FWD ? 1 : c->s[2];
-            if (nt == 0) {
-                d->k->dwtile(cw, px, step, m, nr, s->rows, s->wrows, cpad, 0, s->toff, d->init + c0, out, os, cw, d->relu);
-                continue;
+        int64_t step, il, ir, os;
+        const int64_t nt = direct_line(d, &step, e), m = g->ow;
+        for (int64_t r = 0; r < nr; r++) s->wrows[r] = d->packed + c0 + s->sel[r] * nt * cpad; /* [row][tap] */
+        float *out = out_at(d, s, n, o0, o1, 0, 0, k, &os);
+        line_interior(e, nt, m, step, W, &il, &ir);
+        for (int64_t i = il > 0 ? 0 : ir; i < m; i = i + 1 == il ? ir : i + 1) { /* [0, il), [ir, m) */
+            int64_t t0 = 0, t1 = nt;
+            while (t0 < nt && e[t0] + i * step < 0) t0++;
+            while (t1 > t0 && e[t1 - 1] + i * step > W - 1) t1--;
+            for (int64_t j = t0; j < t1; j++) s->toff[j - t0] = (e[j] - e[t0]) * px;
+            for (int64_t r = 0; r < nr; r++) {
+                s->brows[r] = t1 > t0 ? s->rows[r] + (e[t0] + i * step) * px : s->rows[r];
+                s->bwrows[r] = s->wrows[r] + t0 * cpad;
             }
-            line_interior(e, nt, m, step, W, &il, &ir);
-            for (int64_t i = il > 0 ? 0 : ir; i < m; i = i + 1 == il ? ir : i + 1) { /* [0, il), [ir, m) */
-                int64_t t0 = 0, t1 = nt;
-                while (t0 < nt && e[t0] + i * step < 0) t0++;
-                while (t1 > t0 && e[t1 - 1] + i * step > W - 1) t1--;
-                for (int64_t j = t0; j < t1; j++) s->toff[j - t0] = (e[j] - e[t0]) * px;
-                for (int64_t r = 0; r < nr; r++) {
-                    s->brows[r] = t1 > t0 ? s->rows[r] + (e[t0] + i * step) * px : s->rows[r];
-                    s->bwrows[r] = s->wrows[r] + t0 * cpad;
-                }
-                d->k->dwtile(cw, px, step, 1, nr, s->brows, s->bwrows, cpad, t1 - t0, s->toff, d->init + c0, out + i * os,
-                             os, cw, d->relu);
-            }
-            if (ir > il) {
-                for (int64_t j = 0; j < nt; j++) s->toff[j] = (e[j] - e[0]) * px;
-                for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (e[0] + il * step) * px;
-                d->k->dwtile(cw, px, step, ir - il, nr, s->brows, s->wrows, cpad, nt, s->toff, d->init + c0,
-                             out + il * os, os, cw, d->relu);
-            }
+            d->k->dwtile(cw, px, step, 1, nr, s->brows, s->bwrows, cpad, t1 - t0, s->toff, d->init + c0, out + i * os, os,
+                         cw, d->relu);
+        }
+        if (ir > il) {
+            for (int64_t j = 0; j < nt; j++) s->toff[j] = (e[j] - e[0]) * px;
+            for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (e[0] + il * step) * px;
+            d->k->dwtile(cw, px, step, ir - il, nr, s->brows, s->wrows, cpad, nt, s->toff, d->init + c0, out + il * os, os,
+                         cw, d->relu);
         }
         out_planes(d, s, n, o0, o1, 0, g->ow, k);
     }
@@ -767,9 +743,15 @@ static nconv_status dw_run(const nconv_exec *e) {
     nconv_view xcopy, ycopy, ocopy;
     if (e->dir == NCONV_DIR_BWD_D) d.src = input_act(e, e->y, yb, &ycopy);
     else d.src = input_act(e, e->x, xb, &xcopy);
-    /* not where the pixels in the W padding, a kernel call each, are more than 1 in 7 */
-    d.direct = e->dir != NCONV_DIR_BWD_W && d.src.chan && c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
-               c->C % g.vl == 0 && c->k[2] <= 64 && 7 * direct_border(&d) <= g.ow;
+    /* Not where the pixels in the W padding, a kernel call each, are more than 1 in 10, nor where
+     * the source of an image leaves the cache (DIRECT_IMAGE_BYTES), whose rows the ring's copies
+     * stream in faster than the kernels read them; bwd_d at stride 1 with vectors of 16 lanes
+     * only (at stride 2, or with 8 lanes, its ring measured faster). */
+    const size_t image = sizeof(float) * (size_t)(g.src[0] * g.src[1] * g.src[2] * c->C);
+    const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
+    d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1 && g.vl >= 16)) && d.src.chan &&
+               c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
+               c->C % g.vl == 0 && c->k[2] <= 64 && image <= DIRECT_IMAGE_BYTES && 10 * direct_border(&d) <= g.ow;
     if (e->path && g.nseg > 1) *e->path = "column segments";
     else if (e->path && g.nblocks > 1 && d.direct)
         *e->path = g.l1 ? "channel blocks in L1, rows in place" : "channel blocks, rows in place";
