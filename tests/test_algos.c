@@ -1079,9 +1079,9 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
  * channels in blocks, units of a few rows; 64 channels in one block, the channels-last source
- * rows of fwd and (with 16-lane vectors) bwd_d read in place; every direction and the bias gradient
- * (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3 threads,
- * channels-last and planar operands. */
+ * rows of fwd and (with 16-lane vectors) bwd_d read in place; every direction and the bias
+ * gradient (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3
+ * threads, channels-last and planar operands. */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
@@ -1177,8 +1177,8 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * NCONV_VERBOSE's lines: depthwise_planes where it applies to planes, another where it declines
  * (channels-last operands, a forward with z). The heuristic takes it (checked) for rows of 56
  * pixels with kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1
- * and 2 (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3. An infinite weight: NaN
- * where the reference has it in fwd, and bwd_d declined. */
+ * and 2 (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3. An infinite
+ * weight: NaN where the reference has it in fwd, and bwd_d declined. */
 static void test_depthwise_planes(void) {
     nconv_context *ref, *forced, *heur;
     contexts("ref", "depthwise_planes", &ref, &forced);

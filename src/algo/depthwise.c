@@ -458,9 +458,9 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     }
 }
 
-/* Rows read in place (direct_unit): bwd_d (at stride 1) as the forward of dy with the kernel
- * reversed (its taps are packed last first). Output pixel i's tap j reads source column
- * e[j] + i step (e increasing with j); returns the taps' count. */
+/* A row of output pixels from source rows read in place (direct_unit), bwd_d (stride 1) as the
+ * forward of dy with the kernel reversed (its W taps are packed last first): output pixel i's tap
+ * j reads source column e[j] + i step, e increasing with j. Returns the taps' count. */
 static int64_t direct_line(const dw_ctx *d, int64_t *step, int64_t *e) {
     const nconv_core *c = d->c;
     const int bwd_d = d->dir == NCONV_DIR_BWD_D;
@@ -483,11 +483,9 @@ static void line_interior(const int64_t *e, int64_t nt, int64_t m, int64_t step,
 static int64_t direct_row(const dw_ctx *d, int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
     const nconv_core *c = d->c;
     const int64_t *src = d->g->src;
-    if (d->dir == NCONV_DIR_FWD) {
-        const int64_t a = o0 * c->s[0] - c->pb[0] + k0 * c->d[0], b = o1 * c->s[1] - c->pb[1] + k1 * c->d[1];
-        return a < 0 || a >= src[0] || b < 0 || b >= src[1] ? -1 : a * src[1] + b;
-    }
-    const int64_t a = o0 + c->pb[0] - k0 * c->d[0], b = o1 + c->pb[1] - k1 * c->d[1]; /* bwd_d: stride 1 */
+    const int fwd = d->dir == NCONV_DIR_FWD; /* bwd_d: stride 1 */
+    const int64_t a = fwd ? o0 * c->s[0] - c->pb[0] + k0 * c->d[0] : o0 + c->pb[0] - k0 * c->d[0];
+    const int64_t b = fwd ? o1 * c->s[1] - c->pb[1] + k1 * c->d[1] : o1 + c->pb[1] - k1 * c->d[1];
     return a < 0 || a >= src[0] || b < 0 || b >= src[1] ? -1 : a * src[1] + b;
 }
 
@@ -751,7 +749,8 @@ static nconv_status dw_run(const nconv_exec *e) {
     const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
     d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1 && g.vl >= 16)) && d.src.chan &&
                c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
-               c->C % g.vl == 0 && c->k[2] <= 64 && image <= DIRECT_IMAGE_BYTES && 10 * direct_border(&d) <= g.ow;
+               c->C % g.vl == 0 && c->k[2] <= 64 /* direct_line's taps */ && image <= DIRECT_IMAGE_BYTES &&
+               10 * direct_border(&d) <= g.ow;
     if (e->path && g.nseg > 1) *e->path = "column segments";
     else if (e->path && g.nblocks > 1 && d.direct)
         *e->path = g.l1 ? "channel blocks in L1, rows in place" : "channel blocks, rows in place";

@@ -284,7 +284,7 @@ static void run_task(void *arg, int tid, int nthreads) {
     char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->rows, pc->red));
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
     float *rowbuf = bpack + B_FLOATS;
-    float *wide = rowbuf + row_floats(c);         /* 16-bit: B rows widened, [KGROUP][pt * NR] */
+    float *wide = rowbuf + row_floats(c);      /* 16-bit: B rows widened, [KGROUP][pt * NR] */
     float *obuf = wide + KGROUP * pc->pt * NR; /* 16-bit: the unit's rows, [rows][pt * NR] */
     const char **brows = (const char **)(wide + wide_floats(c, pc->rows, pc->red));
     const nconv_convert16_fn cv = pc->cv;
