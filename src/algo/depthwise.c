@@ -509,7 +509,9 @@ static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, i
     const int64_t K01 = c->k[0] * c->k[1], k = s->rg.k, c0 = block_c0(g, k), cw = block_cw(g, k);
     const int64_t W = g->src[2], px = v->stride[4], cpad = g->cpad;
     const float *base = (const float *)v->data + n * v->stride[0] + c0 * v->stride[1];
-    int64_t e[64];
+    int64_t e[64], step, il, ir, os;
+    const int64_t nt = direct_line(d, &step, e), m = g->ow; /* the same for every row */
+    line_interior(e, nt, m, step, W, &il, &ir);
     for (int64_t q = q0; q < q1; q++) {
         const int64_t o0 = q / g->orow[1], o1 = q % g->orow[1];
         int64_t nr = 0;
@@ -530,11 +532,8 @@ static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, i
             for (int64_t col = 0; !seen && col < W; col++)
                 for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(p + col * px + x);
         }
-        int64_t step, il, ir, os;
-        const int64_t nt = direct_line(d, &step, e), m = g->ow;
         for (int64_t r = 0; r < nr; r++) s->wrows[r] = d->packed + c0 + s->sel[r] * nt * cpad; /* [row][tap] */
         float *out = out_at(d, s, n, o0, o1, 0, 0, k, &os);
-        line_interior(e, nt, m, step, W, &il, &ir);
         for (int64_t i = il > 0 ? 0 : ir; i < m; i = i + 1 == il ? ir : i + 1) { /* [0, il), [ir, m) */
             int64_t t0 = 0, t1 = nt;
             while (t0 < nt && e[t0] + i * step < 0) t0++;

@@ -184,11 +184,13 @@ static void dp_task(void *arg, int tid, int nthreads) {
                  * computes: the hardware prefetcher alone left the kernel waiting on memory half
                  * the time. After a slice's last group, the next slice's or plane's first. */
                 const int64_t left = g->V - o1 * g->rs; /* the slice's entries from idx on */
-                if (g->direct && o1 + ROWS < g->O[1]) {
+                if (!g->direct) {
+                    /* the buffer holds the whole plane already */
+                } else if (o1 + ROWS < g->O[1]) {
                     prefetch_rows(rows, rlen, idx, nj, nj + ROWS * g->rs < left ? nj + ROWS * g->rs : left);
-                } else if (g->direct && o0 + 1 < g->O[0]) {
+                } else if (o0 + 1 < g->O[0]) {
                     prefetch_rows(rows, rlen, idx + left, 0, first);
-                } else if (g->direct && q + 1 < end) {
+                } else if (q + 1 < end) {
                     const int64_t n1 = (q + 1) / c->C, ch1 = (q + 1) % c->C;
                     prefetch_rows(d->src + n1 * d->sv->stride[0] + ch1 * d->sv->stride[1], rlen, d->rowidx, 0, first);
                 }
