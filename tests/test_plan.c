@@ -85,9 +85,17 @@ static nconv_status oneshot_forward(nconv_context *ctx, ops *o, const buf *w, in
     return nconv_forward(ctx, &o->p, NULL, &o->x.t, &w->t, with_bias ? &o->bias.t : NULL, NULL, &o->ref.t, NULL, 0);
 }
 
+/* Whether direction dir of a plan with packed weights reads them alone: channels-last operands,
+ * and NCHW on igemm_planes (the row GEMM's NCHW path reads the plain copy). */
+static int runs_on_packed(const nconv_plan *plan, nconv_direction dir, nconv_layout layout) {
+    const char *a = NULL;
+    nconv_plan_algorithm(plan, dir, &a);
+    return plan->packed[dir] && plan->has_w && (layout == NCONV_LAYOUT_NXC || (a && !strcmp(a, "igemm_planes")));
+}
+
 /* Forward through a plan: weights given once, then changed, then per call; the packed form is
- * what runs where the plan has one (channels-last: the plan's plain copy is wiped and the
- * results stay; NCHW planes read the plain copy). */
+ * what runs where the plan has one and reads it alone (runs_on_packed: the plan's plain copy
+ * is wiped and the results stay). With algo, the plan must have chosen it. */
 static void test_forward(const char *name, const nconv_problem *p, nconv_layout layout, const char *algo,
                          int expect_packed) {
     nconv_context *ctx;
@@ -103,6 +111,9 @@ static void test_forward(const char *name, const nconv_problem *p, nconv_layout 
     const nconv_direction dir = p->transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
     CHECK((plan->packed[dir] != NULL) == expect_packed, "%s: packed weights %s (expected %s)", name,
           plan->packed[dir] ? "kept" : "absent", expect_packed ? "kept" : "absent");
+    const char *chosen = NULL;
+    nconv_plan_algorithm(plan, dir, &chosen);
+    CHECK(!algo || (chosen && !strcmp(chosen, algo)), "%s: the plan chose %s, not %s", name, chosen, algo);
     oneshot_forward(ctx, &o, &o.w, 1);
     for (int i = 0; i < 3; i++) {
         CHECK(plan_forward(plan, &o, NULL, NULL) == NCONV_OK && buf_equal(&o.y, &o.ref),
@@ -111,7 +122,7 @@ static void test_forward(const char *name, const nconv_problem *p, nconv_layout 
     }
     /* new weights, and the plan's plain copy wiped: a packed plan still computes them */
     CHECK(nconv_plan_set_weights(plan, &o.w2.t, &o.bias.t) == NCONV_OK, "%s: %s", name, nconv_last_error());
-    if (expect_packed && layout == NCONV_LAYOUT_NXC && plan->has_w) memset(plan->w.data, 0, sizeof(float) * (size_t)o.w.n);
+    if (runs_on_packed(plan, dir, layout)) memset(plan->w.data, 0, sizeof(float) * (size_t)o.w.n);
     oneshot_forward(ctx, &o, &o.w2, 1);
     CHECK(plan_forward(plan, &o, NULL, NULL) == NCONV_OK && buf_equal(&o.y, &o.ref),
           "%s: after new weights the execution differs (%s)", name, nconv_last_error());
@@ -128,8 +139,10 @@ done:
     nconv_context_destroy(ctx);
 }
 
-/* Backward's dx on packed weights, and dw, db, with relu, against the one-shot call. */
-static void test_backward(const char *name, const nconv_problem *p, nconv_layout layout, int expect_packed) {
+/* Backward's dx on packed weights, and dw, db, with relu, against the one-shot call; with algo,
+ * the algorithm the plan must have chosen for dx. */
+static void test_backward(const char *name, const nconv_problem *p, nconv_layout layout, const char *algo,
+                          int expect_packed) {
     nconv_context *ctx;
     nconv_context_create(&ctx);
     ops o, r;
@@ -148,7 +161,10 @@ static void test_backward(const char *name, const nconv_problem *p, nconv_layout
         const nconv_direction dir = p->transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
         CHECK((plan->packed[dir] != NULL) == expect_packed, "%s: packed dx weights %s", name,
               plan->packed[dir] ? "kept" : "absent");
-        if (expect_packed && layout == NCONV_LAYOUT_NXC && plan->has_w) memset(plan->w.data, 0, sizeof(float) * (size_t)o.w.n);
+        const char *chosen = NULL;
+        nconv_plan_algorithm(plan, dir, &chosen);
+        CHECK(!algo || (chosen && !strcmp(chosen, algo)), "%s: the plan chose %s, not %s", name, chosen, algo);
+        if (runs_on_packed(plan, dir, layout)) memset(plan->w.data, 0, sizeof(float) * (size_t)o.w.n);
         const nconv_variant_pack v = {.x = &o.x.t, .y = &o.y.t, .dy = &o.dy.t, .dx = &o.dx.t, .dw = &o.dw.t,
                                       .db = &o.db.t};
         nconv_backward(ctx, p, &relu, &r.x.t, &r.w.t, &r.y.t, &r.dy.t, &r.dx.t, &r.dw.t, &r.db.t, NULL, NULL, 0);
@@ -545,6 +561,10 @@ int main(void) {
     tr3.transposed = 1;
     nconv_problem dwt = conv2d(2, 16, 16, 16, 8, 5, 2); /* depthwise bwd_d: weights packed by tap phase */
     dwt.transposed = 1, dwt.pad_begin[0] = dwt.pad_begin[1] = dwt.pad_end[0] = dwt.pad_end[1] = 2;
+    /* NCHW planes: A tiles with one and two rows past the channels (13 and 20 rows), groups of
+     * six and eight channels, and an RGB-like input layer (a gather of three channels' taps) */
+    nconv_problem pwp = conv2d(2, 20, 13, 1, 9, 1, 1), pwg = conv2d(2, 24, 18, 3, 9, 1, 1);
+    nconv_problem thin = conv2d(2, 3, 16, 1, 17, 3, 2);
     test_forward("dense nhwc", &dense, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("dense nhwc heuristic", &dense, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("winograd nhwc", &dense, NCONV_LAYOUT_NXC, "winograd", 1);
@@ -558,9 +578,14 @@ int main(void) {
     test_forward("depthwise transposed nhwc", &dwt, NCONV_LAYOUT_NXC, NULL, 1);
     test_forward("transposed nhwc", &tr, NCONV_LAYOUT_NXC, "igemm", 1);
     test_forward("stride 2 gemm", &s2, NCONV_LAYOUT_ANY, "gemm", 0);
-    test_backward("stride 2 nhwc", &s2, NCONV_LAYOUT_NXC, 1);
-    test_backward("dense nchw", &dense, NCONV_LAYOUT_NCX, 1);
-    test_backward("transposed nhwc", &tr, NCONV_LAYOUT_NXC, 1);
+    test_forward("1x1 nchw planes", &pwp, NCONV_LAYOUT_NCX, "igemm_planes", 1);
+    test_forward("grouped 1x1 nchw planes", &pwg, NCONV_LAYOUT_NCX, "igemm_planes", 1);
+    test_forward("thin nchw planes", &thin, NCONV_LAYOUT_NCX, "igemm_planes", 1);
+    test_backward("stride 2 nhwc", &s2, NCONV_LAYOUT_NXC, NULL, 1);
+    test_backward("dense nchw", &dense, NCONV_LAYOUT_NCX, NULL, 1);
+    test_backward("transposed nhwc", &tr, NCONV_LAYOUT_NXC, NULL, 1);
+    test_backward("1x1 nchw planes", &pwp, NCONV_LAYOUT_NCX, "igemm_planes", 1);
+    test_backward("grouped 1x1 nchw planes", &pwg, NCONV_LAYOUT_NCX, "igemm_planes", 1);
     test_reshape();
     test_threads();
     test_allocation_failures(NCONV_POLICY_HEURISTIC);

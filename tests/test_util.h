@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nconv.h"
@@ -44,6 +45,13 @@ static inline int test_summary(void) {
 static inline int test_light(void) {
     const char *e = getenv("NCONV_TEST_LIGHT");
     return e && !strcmp(e, "1");
+}
+
+/* Seconds on a monotonic clock, for the tests' own timings. */
+static inline double test_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* n, or a quarter of it (at least 1) in light runs. */

@@ -47,6 +47,7 @@ enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most (but see LONG
  * short runs on as many planes each wrote slower than memory allows. Several blocks would sum
  * into a tile larger than L2. */
 enum { LONG_TILES = 128 };
+enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
@@ -157,10 +158,42 @@ static void pack_task(void *arg, int tid, int nthreads) {
     const int64_t Og = c->O / c->G, KS = nconv__core_kernel_spatial(c);
     int64_t u0, u1;
     nconv__split(e->c->G * pc->tiles, tid, nthreads, &u0, &u1);
+    if (!fwd && w->dt == NCONV_F32 && w->stride[1] == 1) {
+        /* bwd_d (1x1), f32 rows of w: k outermost, so that each row is read once, in order, for all
+         * of the thread's tiles of a group (a tile at a time, rows a channel apart were each
+         * fetched again for every tile) */
+        for (int64_t u = u0; u < u1;) {
+            const int64_t g = u / pc->tiles, tb = u % pc->tiles;
+            const int64_t te = pc->tiles < tb + (u1 - u) ? pc->tiles : tb + (u1 - u);
+            for (int64_t k = 0; k < pc->red; k++) {
+                const float *src = (const float *)w->data + (g * Og + k) * w->stride[0];
+                for (int64_t t = tb; t < te; t++) {
+                    float *d = pc->apack + ((g * pc->tiles + t) * pc->red + k) * MR;
+                    const int64_t nr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
+                    if (nr == MR) {
+                        memcpy(d, src + t * MR, sizeof(float) * MR);
+                    } else {
+                        memcpy(d, src + t * MR, sizeof(float) * (size_t)nr);
+                        memset(d + nr, 0, sizeof(float) * (size_t)(MR - nr));
+                    }
+                }
+            }
+            u += te - tb;
+        }
+        return;
+    }
     for (int64_t u = u0; u < u1; u++) {
         const int64_t g = u / pc->tiles, t = u % pc->tiles;
         float *dst = pc->apack + u * pc->red * MR;
         const int64_t nr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
+        if (fwd && KS == 1 && w->stride[1] == 1) { /* fwd 1x1, rows of w: a tile is their transpose */
+            if (nr < MR) memset(dst, 0, sizeof(float) * (size_t)(pc->red * MR));
+            const int64_t s = (g * Og + t * MR) * w->stride[0];
+            if (w->dt == NCONV_F32)
+                pc->k->transpose(nr, pc->red, (const float *)w->data + s, w->stride[0], dst, MR);
+            else nconv__transpose16(pc->k, w->dt)(nr, pc->red, (const uint16_t *)w->data + s, w->stride[0], dst, MR, 1);
+            continue;
+        }
         if (!fwd) { /* bwd_d (1x1): A[row][k] = w[g * Og + k][row], a tile's rows side by side in w */
             int64_t s = g * Og * w->stride[0] + t * MR * w->stride[1];
             for (int64_t k = 0; k < pc->red; k++, s += w->stride[0])
@@ -276,7 +309,8 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, nconv_convert1
 /* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages
  * apart, so each row tile writes its rows for all pt tiles in turn, and B
  * is copied for all of them at once: both touch each page once per unit
- * rather than once per tile. */
+ * rather than once per tile (planes smaller than a page may run long
+ * reductions a chunk of tiles at a time: see the GEMM below). */
 static void run_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_core *c = pc->e->c;
@@ -351,18 +385,32 @@ static void run_task(void *arg, int tid, int nthreads) {
             }
             const int last = k0 + kc == pc->red;
             const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0);
-            for (int64_t t = 0; t < pc->tiles; t++) {
-                const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
-                const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
-                const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
-                /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which
-                 * share A's loads): with short reductions (raw audio: 10) the call was the cost. */
-                const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
-                if (direct16)
-                    pc->k->gemm_np16(mr, np, nc_last, kc, a, MR, bpack, kc * NR,
-                                     (uint16_t *)out->data + og + t * MR * ldc + q0, ldc, rinit, flags | flags16);
-                else
-                    pc->k->gemm_np(mr, np, nc_last, kc, a, MR, bpack, kc * NR, o + t * MR * ldc, ldc, rinit, flags);
+            /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which share
+             * A's loads): with short reductions (raw audio: 10) the call was the cost. Long ones
+             * on planes smaller than a page run the row tiles over a chunk of pixel tiles at a
+             * time, whose B stays in L1 while every row tile reads it (the B of a whole unit was
+             * read from L2 once per row tile); larger planes keep whole rows per call (see above). */
+            const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
+            int64_t chunk = np;
+            if (kc * NR * np > 2 * L1_B_FLOATS && pc->P * (int64_t)sizeof(float) <= 4096) {
+                chunk = L1_B_FLOATS / (kc * NR);
+                chunk = chunk < 2 ? 2 : chunk;
+            }
+            for (int64_t j0 = 0; j0 < np; j0 += chunk) {
+                const int64_t nj = np - j0 < chunk ? np - j0 : chunk, ncl = j0 + nj == np ? nc_last : NR;
+                const float *bj = bpack + j0 * kc * NR;
+                for (int64_t t = 0; t < pc->tiles; t++) {
+                    const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
+                    const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
+                    const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
+                    if (direct16)
+                        pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
+                                         (uint16_t *)out->data + og + t * MR * ldc + q0 + j0 * NR, ldc, rinit,
+                                         flags | flags16);
+                    else
+                        pc->k->gemm_np(mr, nj, ncl, kc, a, MR, bj, kc * NR, o + t * MR * ldc + j0 * NR, ldc, rinit,
+                                       flags);
+                }
             }
         }
         for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
@@ -388,7 +436,8 @@ static nconv_status planes_run(const nconv_exec *e) {
     pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
     pc.cv = nconv__convert16(e->k, c->dt);
     const int threads = e->threads;
-    pc.apack = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
+    pc.apack = e->packed ? (float *)e->packed
+                         : nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
     pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.rows, pc.red)));
     if (!pc.apack || !init || !pc.scratch)
@@ -405,8 +454,31 @@ static nconv_status planes_run(const nconv_exec *e) {
         pc.alpha = e->epi->alpha;
         pc.relu = e->epi->relu;
     }
-    nconv__parallel(e, pack_task, &pc);
+    if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
+    return NCONV_OK;
+}
+
+/* Prepacked weights (fwd, bwd_d): A as pack_task makes it, [G][tiles][red][MR], which depends on
+ * the channels, groups and kernel alone. */
+static size_t planes_pack_size(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch) {
+    (void)threads;
+    *scratch = 0;
+    if (dir == NCONV_DIR_BWD_W) return 0;
+    int64_t rows, red;
+    dims(c, dir, &rows, &red);
+    return sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
+}
+
+static nconv_status planes_pack(const nconv_exec *e, void *dst) {
+    planes_ctx pc;
+    memset(&pc, 0, sizeof pc);
+    pc.e = e;
+    pc.k = e->k;
+    dims(e->c, e->dir, &pc.rows, &pc.red);
+    pc.tiles = nconv__div_up(pc.rows, MR);
+    pc.apack = dst;
+    nconv__parallel(e, pack_task, &pc);
     return NCONV_OK;
 }
 
@@ -655,4 +727,5 @@ const nconv_algo nconv_algo_igemm_planes = {.name = "igemm_planes", .applies = p
                                             .workspace = planes_workspace, .run = planes_run, .accumulates = 1,
                                             .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT,
                                                          NCONV__DECLINES_LAYOUT},
-                                            .suits = planes_suits};
+                                            .suits = planes_suits, .pack_size = planes_pack_size,
+                                            .pack = planes_pack};
