@@ -48,6 +48,7 @@ enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most (but see LONG
  * into a tile larger than L2. */
 enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
+enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
@@ -159,12 +160,14 @@ static void pack_task(void *arg, int tid, int nthreads) {
     int64_t u0, u1;
     nconv__split(e->c->G * pc->tiles, tid, nthreads, &u0, &u1);
     if (!fwd && w->dt == NCONV_F32 && w->stride[1] == 1) {
-        /* bwd_d (1x1), f32 rows of w: k outermost, so that each row is read once, in order, for all
-         * of the thread's tiles of a group (a tile at a time, rows a channel apart were each
-         * fetched again for every tile) */
+        /* bwd_d (1x1), f32 rows of w: each row's run for PACK_TILES tiles at a time, k inside, so
+         * that the packed tiles are written as that many sequential streams (a tile at a time,
+         * rows a channel apart were each fetched again for every tile; all tiles at once, the
+         * stores to as many streams missed) */
         for (int64_t u = u0; u < u1;) {
             const int64_t g = u / pc->tiles, tb = u % pc->tiles;
-            const int64_t te = pc->tiles < tb + (u1 - u) ? pc->tiles : tb + (u1 - u);
+            int64_t te = pc->tiles < tb + (u1 - u) ? pc->tiles : tb + (u1 - u);
+            te = te < tb + PACK_TILES ? te : tb + PACK_TILES;
             for (int64_t k = 0; k < pc->red; k++) {
                 const float *src = (const float *)w->data + (g * Og + k) * w->stride[0];
                 for (int64_t t = tb; t < te; t++) {
