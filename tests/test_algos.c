@@ -720,8 +720,8 @@ static void test_planes(void) {
         /* outputs 2-9x the inputs: units of up to 128 tiles (2 per plane with 16-bit rows, and
          * in the gather) */
         {2, 8, 40, 1, 40, 1, 1, 0, 1, 0, 0},   {2, 1, 24, 1, 45, 3, 1, 1, 1, 0, 1},
-        /* reductions of 256 rows and more: the row tiles run over pairs of pixel tiles (bwd_d of
-         * 300 channels; fwd with 16-bit rows narrowed by the kernel) */
+        /* reductions of 256 rows and more: with 16-lane vectors the row tiles run over pairs of
+         * pixel tiles (bwd_d of 300 channels; fwd with 16-bit rows narrowed by the kernel) */
         {2, 40, 300, 1, 11, 1, 1, 0, 1, 0, 0}, {2, 256, 24, 1, 10, 1, 1, 0, 1, 0, 0}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};

@@ -389,13 +389,15 @@ static void run_task(void *arg, int tid, int nthreads) {
             const int last = k0 + kc == pc->red;
             const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0);
             /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which share
-             * A's loads): with short reductions (raw audio: 10) the call was the cost. Long ones
-             * on planes smaller than a page run the row tiles over a chunk of pixel tiles at a
-             * time, whose B stays in L1 while every row tile reads it (the B of a whole unit was
-             * read from L2 once per row tile); larger planes keep whole rows per call (see above). */
+             * A's loads): with short reductions (raw audio: 10) the call was the cost. With 16-lane
+             * vectors, long ones on planes smaller than a page run the row tiles over a chunk of
+             * pixel tiles at a time, whose B stays in L1 while every row tile reads it (the B of a
+             * whole unit was read from L2 once per row tile); larger planes keep whole rows per
+             * call (see above), and 8-lane kernels, which read A twice as often per product, lost
+             * more to reading it from L2 than they gained on B. */
             const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
             int64_t chunk = np;
-            if (kc * NR * np > 2 * L1_B_FLOATS && pc->P * (int64_t)sizeof(float) <= 4096) {
+            if (pc->k->dw_vl >= 16 && kc * NR * np > 2 * L1_B_FLOATS && pc->P * (int64_t)sizeof(float) <= 4096) {
                 chunk = L1_B_FLOATS / (kc * NR);
                 chunk = chunk < 2 ? 2 : chunk;
             }
