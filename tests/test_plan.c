@@ -93,6 +93,13 @@ static int runs_on_packed(const nconv_plan *plan, nconv_direction dir, nconv_lay
     return plan->packed[dir] && plan->has_w && (layout == NCONV_LAYOUT_NXC || (a && !strcmp(a, "igemm_planes")));
 }
 
+/* With algo, the plan must have chosen it for direction dir. */
+static void check_chosen(const nconv_plan *plan, nconv_direction dir, const char *name, const char *algo) {
+    const char *chosen = NULL;
+    nconv_plan_algorithm(plan, dir, &chosen);
+    CHECK(!algo || (chosen && !strcmp(chosen, algo)), "%s: the plan chose %s, not %s", name, chosen, algo);
+}
+
 /* Forward through a plan: weights given once, then changed, then per call; the packed form is
  * what runs where the plan has one and reads it alone (runs_on_packed: the plan's plain copy
  * is wiped and the results stay). With algo, the plan must have chosen it. */
@@ -111,9 +118,7 @@ static void test_forward(const char *name, const nconv_problem *p, nconv_layout 
     const nconv_direction dir = p->transposed ? NCONV_DIR_BWD_D : NCONV_DIR_FWD;
     CHECK((plan->packed[dir] != NULL) == expect_packed, "%s: packed weights %s (expected %s)", name,
           plan->packed[dir] ? "kept" : "absent", expect_packed ? "kept" : "absent");
-    const char *chosen = NULL;
-    nconv_plan_algorithm(plan, dir, &chosen);
-    CHECK(!algo || (chosen && !strcmp(chosen, algo)), "%s: the plan chose %s, not %s", name, chosen, algo);
+    check_chosen(plan, dir, name, algo);
     oneshot_forward(ctx, &o, &o.w, 1);
     for (int i = 0; i < 3; i++) {
         CHECK(plan_forward(plan, &o, NULL, NULL) == NCONV_OK && buf_equal(&o.y, &o.ref),
@@ -161,9 +166,7 @@ static void test_backward(const char *name, const nconv_problem *p, nconv_layout
         const nconv_direction dir = p->transposed ? NCONV_DIR_FWD : NCONV_DIR_BWD_D;
         CHECK((plan->packed[dir] != NULL) == expect_packed, "%s: packed dx weights %s", name,
               plan->packed[dir] ? "kept" : "absent");
-        const char *chosen = NULL;
-        nconv_plan_algorithm(plan, dir, &chosen);
-        CHECK(!algo || (chosen && !strcmp(chosen, algo)), "%s: the plan chose %s, not %s", name, chosen, algo);
+        check_chosen(plan, dir, name, algo);
         if (runs_on_packed(plan, dir, layout)) memset(plan->w.data, 0, sizeof(float) * (size_t)o.w.n);
         const nconv_variant_pack v = {.x = &o.x.t, .y = &o.y.t, .dy = &o.dy.t, .dx = &o.dx.t, .dw = &o.dw.t,
                                       .db = &o.db.t};
@@ -561,8 +564,8 @@ int main(void) {
     tr3.transposed = 1;
     nconv_problem dwt = conv2d(2, 16, 16, 16, 8, 5, 2); /* depthwise bwd_d: weights packed by tap phase */
     dwt.transposed = 1, dwt.pad_begin[0] = dwt.pad_begin[1] = dwt.pad_end[0] = dwt.pad_end[1] = 2;
-    /* NCHW planes: A tiles with one and two rows past the channels (13 and 20 rows), groups of
-     * six and eight channels, and an RGB-like input layer (a gather of three channels' taps) */
+    /* NCHW planes: A's last tile one and two rows deep (13 and 20 rows), groups of six and eight
+     * channels, and an RGB-like input layer (a gather of three channels' taps) */
     nconv_problem pwp = conv2d(2, 20, 13, 1, 9, 1, 1), pwg = conv2d(2, 24, 18, 3, 9, 1, 1);
     nconv_problem thin = conv2d(2, 3, 16, 1, 17, 3, 2);
     test_forward("dense nhwc", &dense, NCONV_LAYOUT_NXC, "igemm", 1);
