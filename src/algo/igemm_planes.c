@@ -81,6 +81,11 @@ static int64_t wide_floats(const nconv_core *c, int64_t rows, int64_t red) {
     return c->dt == NCONV_F32 ? 0 : (rows + KGROUP) * unit_tiles(c, rows, red) * NR;
 }
 
+/* Bytes of the packed weights, [G][tiles][red][MR] (see pack_task). */
+static size_t apack_bytes(const nconv_core *c, int64_t rows, int64_t red) {
+    return sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
+}
+
 static int64_t row_floats(const nconv_core *c);
 /* Per thread: the packed B panel, the gather's row scratch, the unit's f32 rows (16-bit outputs),
  * then the B rows of the current (image, group). */
@@ -121,7 +126,7 @@ static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int thr
     }
     int64_t rows, red;
     dims(c, dir, &rows, &red);
-    const size_t apack = sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
+    const size_t apack = apack_bytes(c, rows, red);
     const size_t init = sizeof(float) * (size_t)(c->G * rows);
     return nconv__ws_round(apack) + nconv__ws_round(init) +
            (size_t)threads * nconv__ws_round(scratch_bytes(c, rows, red));
@@ -441,8 +446,7 @@ static nconv_status planes_run(const nconv_exec *e) {
     pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
     pc.cv = nconv__convert16(e->k, c->dt);
     const int threads = e->threads;
-    pc.apack = e->packed ? (float *)e->packed
-                         : nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.tiles * MR * pc.red));
+    pc.apack = e->packed ? (float *)e->packed : nconv__arena_take(e->ws, apack_bytes(c, pc.rows, pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
     pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.rows, pc.red)));
     if (!pc.apack || !init || !pc.scratch)
@@ -472,7 +476,7 @@ static size_t planes_pack_size(const nconv_core *c, nconv_direction dir, int thr
     if (dir == NCONV_DIR_BWD_W) return 0;
     int64_t rows, red;
     dims(c, dir, &rows, &red);
-    return sizeof(float) * (size_t)(c->G * nconv__div_up(rows, MR) * MR * red);
+    return apack_bytes(c, rows, red);
 }
 
 static nconv_status planes_pack(const nconv_exec *e, void *dst) {
