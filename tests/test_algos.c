@@ -1085,7 +1085,8 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
  * channels in blocks, units of a few rows; 64 channels in one block, the channels-last source
  * rows of fwd and (with 16-lane vectors) bwd_d read in place; every direction and the bias
  * gradient (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3
- * threads, channels-last and planar operands. */
+ * threads, channels-last and planar operands (bwd_w of planes, with 16-lane vectors, on
+ * depthwise_planes: checked). */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
@@ -1107,8 +1108,14 @@ static void test_depthwise_blocks(void) {
             operands r, a, b;
             char text[8192];
             run_epi_1_3(ref, ctx, &p, layout, 1 + 2 * i, &rng, &r, &a, &b, text, sizeof text);
-            const char *dirs[] = {"core=fwd,algo=depthwise", "core=bwd_d,algo=depthwise", "core=bwd_w,algo=depthwise"};
+            const char *dirs[] = {"core=fwd,algo=depthwise,", "core=bwd_d,algo=depthwise,", "core=bwd_w,algo=depthwise,"};
             for (int dir = 0; dir < 3; dir++) {
+                /* bwd_w of planes with 16-lane vectors: depthwise_planes */
+                if (dir == 2 && layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16) {
+                    CHECK(strstr(text, "core=bwd_w,algo=depthwise_planes,"),
+                          "depthwise blocks case %d: bwd_w not on depthwise_planes in\n%s", i, text);
+                    continue;
+                }
                 const char *line = strstr(text, dirs[dir]), *end = line ? strchr(line, '\n') : NULL;
                 /* bwd_d reads its rows in place with 16-lane vectors only */
                 const int off = cases[i].nxc && (layout != LAYOUT_NXC || (dir == 1 && nconv__kernels()->dw_vl < 16));
@@ -1133,7 +1140,7 @@ typedef struct planes_call {
     nconv_context *ref, *f, *h;
     const nconv_problem *p;
     operands *r, *a, *b;
-    int fwd_on_f, dx_on_f;
+    int fwd_on_f, dx_on_f, dw_on_f;
 } planes_call;
 
 static nconv_status planes_all(const planes_call *c, operands *o) {
@@ -1144,7 +1151,7 @@ static nconv_status planes_all(const planes_call *c, operands *o) {
         st = nconv_backward(c->dx_on_f ? c->f : c->h, c->p, e, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, &o->dx.t, NULL,
                             NULL, o->has_z ? &o->dz.t : NULL, NULL, 0);
     if (!st)
-        st = nconv_backward(c->h, c->p, e, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, NULL, &o->dw.t,
+        st = nconv_backward(c->dw_on_f ? c->f : c->h, c->p, e, &o->x.t, &o->w.t, &o->y.t, &o->dy.t, NULL, &o->dw.t,
                             o->has_b ? &o->db.t : NULL, NULL, NULL, 0);
     return st;
 }
@@ -1179,10 +1186,14 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * transposed (its forward is the core bwd_d, with bias and relu), with and without the epilogue,
  * against the reference and 1 vs 3 threads bitwise; the algorithm that ran, checked in
  * NCONV_VERBOSE's lines: depthwise_planes where it applies to planes, another where it declines
- * (channels-last operands, a forward with z). The heuristic takes it (checked) for rows of 56
- * pixels with kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1
- * and 2 (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3. An infinite
- * weight: NaN where the reference has it in fwd, and bwd_d declined. */
+ * (channels-last operands, a forward with z); bwd_w (the bias gradient too) wherever its W stride
+ * is 1 or 2 and the padding zeros. The heuristic takes it (checked) for rows of 56 pixels with
+ * kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1 and 2
+ * (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3; bwd_w with vectors
+ * of 16 lanes for 3 x 3 taps, output rows of 14 pixels or more and at stride 2 sources of 56 or
+ * fewer (not 7 output pixels, 5 x 5, 57 or 112 at stride 2). An infinite weight: NaN where the
+ * reference has it in fwd, and bwd_d declined; an infinite dy element: bwd_w's NaN and Inf where
+ * the reference has them (the products with zero padding). */
 static void test_depthwise_planes(void) {
     nconv_context *ref, *forced, *heur;
     contexts("ref", "depthwise_planes", &ref, &forced);
@@ -1202,7 +1213,9 @@ static void test_depthwise_planes(void) {
         {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 30, 5, 1, 1, 2, 0, 0, 1, 2},
         {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}, {2, 6, 12, 28, 3, 1, 1, 1, 0, 0, 1, 3},
         {2, 6, 12, 27, 3, 1, 1, 1, 0, 0, 1, 2}, {2, 6, 12, 57, 3, 2, 1, 1, 0, 0, 1, 3},
-        {2, 6, 12, 112, 3, 2, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 90, 3, 3, 1, 1, 0, 0, 1, 2}};
+        {2, 6, 12, 112, 3, 2, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 90, 3, 3, 1, 1, 0, 0, 1, 2},
+        {2, 6, 12, 56, 3, 2, 1, 1, 0, 0, 1, 3},  {2, 6, 9, 7, 3, 1, 1, 1, 0, 0, 1, 2},
+        {2, 6, 12, 14, 3, 1, 1, 1, 0, 0, 1, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < ncases; i++)
@@ -1227,20 +1240,25 @@ static void test_depthwise_planes(void) {
             const int bwd_d_core = cs[5] == 1 && cs[8] == 0;
             const int fwd_on_f = !cs[11] && (!p.transposed || bwd_d_core);
             const int dx_on_f = !cs[11] && (p.transposed || bwd_d_core);
-            planes_call call = {ref, cs[11] ? heur : forced, heur, &p, &r, &a, &b, fwd_on_f, dx_on_f};
+            const int dw_on_f = !cs[11] && cs[5] <= 2 && cs[8] == 0; /* bwd_w: W stride 1 or 2, zero padding */
+            planes_call call = {ref, cs[11] ? heur : forced, heur, &p, &r, &a, &b, fwd_on_f, dx_on_f, dw_on_f};
             char text[16384];
             test_verbose_run(planes_call_run, &call, text, sizeof text);
             const int ncx = layout == LAYOUT_NCX; /* z declined: the forward's only */
             const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
             const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
             const int taken = cs[11] == 1 || (cs[11] == 3 && nconv__kernels()->dw_vl >= 16);
+            const int64_t ow = (cs[3] + 2 * cs[7] - cs[6] * (cs[4] - 1) - 1) / cs[5] + 1;
+            const int dw_taken = cs[11] && nconv__kernels()->dw_vl >= 16 && cs[0] == 2 && cs[4] == 3 && cs[6] == 1 &&
+                                 ow >= 14 && (cs[5] == 1 || (cs[5] == 2 && cs[3] <= 56)) && cs[8] == 0;
             const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (taken || fwd_on_f)},
-                                                                   {bwd, ncx && ((taken && bwd_d_core) || dx_on_f)}};
-            for (int dir = 0; dir < 2; dir++)
+                                                                   {bwd, ncx && ((taken && bwd_d_core) || dx_on_f)},
+                                                                   {"core=bwd_w,", ncx && (dw_taken || dw_on_f)}};
+            for (int dir = 0; dir < 3; dir++)
                 CHECK(verbose_ran(text, dirs[dir].core, "algo=depthwise_planes,") == dirs[dir].want,
                       "depthwise planes case %d layout %d: %s%s depthwise_planes in\n%s", i, layout, dirs[dir].core,
                       dirs[dir].want ? "not" : "", text);
-            check_1_3("depthwise planes", i, layout, &p, &r, &a, &b, 0);
+            check_1_3("depthwise planes", i, layout, &p, &r, &a, &b, r.has_b);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
     /* an infinite weight */
@@ -1252,7 +1270,7 @@ static void test_depthwise_planes(void) {
     char text[16384];
     operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
     for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 4, INFINITY);
-    planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1};
+    planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1, 1};
     test_verbose_run(planes_call_run, &call, text, sizeof text);
     CHECK(verbose_ran(text, "core=fwd,", "algo=depthwise_planes,") &&
               !verbose_ran(text, "core=bwd_d,", "algo=depthwise_planes,"),
@@ -1261,6 +1279,21 @@ static void test_depthwise_planes(void) {
     for (int o = 0; o < 2; o++) {
         const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
         CHECK(bad < 0, "depthwise planes, infinite weight: %s[%lld] differs in class from the reference", outs[o].n,
+              (long long)bad);
+    }
+    operands_free(&r), operands_free(&a), operands_free(&b);
+    /* an infinite dy element in a corner (its taps on the padding: NaN) and one inside */
+    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
+    r.has_b = a.has_b = b.has_b = 1;
+    for (int k = 0; k < 3; k++)
+        for (int64_t e = 0; e < 2; e++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->dy.buf, p.dtype, e ? 45 : 0, INFINITY);
+    test_verbose_run(planes_call_run, &call, text, sizeof text);
+    CHECK(verbose_ran(text, "core=bwd_w,", "algo=depthwise_planes,"),
+          "depthwise planes, infinite dy: bwd_w not on depthwise_planes in\n%s", text);
+    struct { const char *n; tensor *x, *y; } grads[] = {{"dw", &a.dw, &r.dw}, {"db", &a.db, &r.db}};
+    for (int o = 0; o < 2; o++) {
+        const int64_t bad = class_differs(grads[o].x, grads[o].y, p.dtype);
+        CHECK(bad < 0, "depthwise planes, infinite dy: %s[%lld] differs in class from the reference", grads[o].n,
               (long long)bad);
     }
     operands_free(&r), operands_free(&a), operands_free(&b);

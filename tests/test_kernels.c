@@ -9,7 +9,8 @@
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
- * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels);
+ * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels,
+ *   sweep_dwrow_bw_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -318,6 +319,86 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
                           (long long)rs, (long long)rd, (long long)step, (long long)pad, worst, untouched, nan_ok);
                     for (int64_t j = 0; j < nj; j++) free(row[j]);
                     free(y);
+                }
+}
+
+/* The depthwise rows' weight gradient (dwrow_bw) against f64 sums: the shapes with code of their
+ * own (3, 5, 7 taps at pixel steps 1 and 2, output rows 1 and 2 source rows apart, more tap rows
+ * than one pass holds) and others (dilated tap rows and taps, a list with every row of its own,
+ * 6, 11 and 1 taps); 1 and 3 images, 1-5 output rows, rows of 1-56 pixels (vector tails), rows of
+ * zeros (NULL), W padding of 0-2 columns read through the row length (the last image's rows end
+ * at len: ASan sees any read beyond) and rows read far from their ends, whose columns past the
+ * last pixel's reach are Inf (a product with a lane past n would make NaN). acc and db are added
+ * to; the entries past nr * nk stay untouched. */
+static void sweep_dwrow_bw_kernels(const nconv_kernels *k, uint64_t *rng) {
+    /* nr, nk, rs, rd, step, W dilation */
+    const int64_t shapes[][6] = {{3, 3, 1, 1, 1, 1}, {5, 5, 1, 1, 1, 1}, {7, 7, 1, 1, 1, 1}, {3, 3, 2, 1, 2, 1},
+                                 {5, 5, 2, 1, 2, 1}, {7, 7, 2, 1, 2, 1}, {7, 5, 1, 1, 2, 1}, {7, 3, 2, 1, 1, 1},
+                                 {3, 3, 1, 2, 1, 2}, {9, 3, 9, 1, 2, 1}, {2, 11, 1, 1, 1, 1}, {4, 6, 2, 1, 2, 1},
+                                 {1, 1, 1, 1, 1, 1}};
+    const int64_t ns[] = {1, 7, 14, 16, 17, 56};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int64_t m = 1; m <= 5; m += 2)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int64_t pad = 0; pad <= 3; pad++) { /* pad 3: rows read far from their ends */
+                    const int64_t nr = shapes[si][0], nk = shapes[si][1], rs = shapes[si][2], rd = shapes[si][3];
+                    const int64_t step = shapes[si][4], dw = shapes[si][5], n = ns[ni], nq = 1 + 2 * (pad % 2);
+                    const int64_t dys = n + 3, dyq = m * dys + 2, nt = nr * nk, with_db = (int64_t)(si + ni) % 2;
+                    int64_t toff[16], len;
+                    if (pad < 3) { /* a source row of n * step columns, padded by pad on the left */
+                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw - pad;
+                        len = n * step;
+                    } else {
+                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw + 3;
+                        len = toff[nk - 1] + (n + 40) * step;
+                    }
+                    const int64_t xq = len + 5, nj = (m - 1) * rs + (nr - 1) * rd + 1;
+                    /* the row list on the heap, exactly nj long: ASan sees a read past it */
+                    float **row = malloc(sizeof(float *) * (size_t)nj), acc[80], dy[3 * (5 * 60 + 2)], db = 0.5f;
+                    for (int64_t j = 0; j < nj; j++) {
+                        /* the first row, or the last, of zeros */
+                        const int zeros = nj > 1 && j == ((si + ni) % 2 ? 0 : nj - 1);
+                        row[j] = zeros ? NULL : malloc(sizeof(float) * (size_t)((nq - 1) * xq + len));
+                        for (int64_t x = 0; !zeros && x < (nq - 1) * xq + len; x++)
+                            row[j][x] = x % xq > toff[nk - 1] + (n - 1) * step ? INFINITY : (float)test_uniform(rng);
+                    }
+                    for (int64_t i = 0; i < nq * dyq; i++)
+                        dy[i] = i % dyq < m * dys && i % dyq % dys < n ? (float)test_uniform(rng) : NAN;
+                    for (int64_t t = 0; t < 80; t++) acc[t] = t < nt ? (float)test_uniform(rng) : NAN;
+                    double want[80], scale[80], want_db = db, scale_db = 1 + fabs(db);
+                    for (int64_t t = 0; t < nt; t++) want[t] = acc[t], scale[t] = 1 + fabs(acc[t]);
+                    for (int64_t q = 0; q < nq; q++)
+                        for (int64_t r = 0; r < m; r++)
+                            for (int64_t i = 0; i < n; i++) {
+                                const double d = dy[q * dyq + r * dys + i];
+                                want_db += d, scale_db += fabs(d);
+                                for (int64_t a = 0; a < nr; a++)
+                                    for (int64_t b = 0; b < nk; b++) {
+                                        const float *x = row[r * rs + a * rd];
+                                        const int64_t c = toff[b] + i * step;
+                                        const double v = x && c >= 0 && c < len ? x[q * xq + c] : 0.0;
+                                        want[a * nk + b] += d * v, scale[a * nk + b] += fabs(d * v);
+                                    }
+                            }
+                    k->dwrow_bw(nq, m, n, nr, (const float *const *)row, rs, rd, xq, nk, toff, step, len, dy, dys, dyq,
+                                acc, with_db ? &db : NULL);
+                    double worst = with_db ? fabs(db - want_db) / scale_db : (db == 0.5f ? 0 : 1);
+                    int untouched = 1;
+                    for (int64_t t = 0; t < 80; t++) {
+                        if (t >= nt) {
+                            untouched = untouched && isnan(acc[t]);
+                            continue;
+                        }
+                        const double e = fabs(acc[t] - want[t]) / scale[t];
+                        if (!(e <= worst)) worst = e;
+                    }
+                    CHECK(worst <= 1e-6 && untouched,
+                          "%s dwrow_bw %lld images, m %lld n %lld rows %lld x %lld taps, rs %lld rd %lld step %lld "
+                          "dilation %lld pad %lld db %lld: err %g, untouched %d", k->name, (long long)nq, (long long)m,
+                          (long long)n, (long long)nr, (long long)nk, (long long)rs, (long long)rd, (long long)step,
+                          (long long)dw, (long long)pad, (long long)with_db, worst, untouched);
+                    for (int64_t j = 0; j < nj; j++) free(row[j]);
+                    free(row);
                 }
 }
 
@@ -1216,6 +1297,7 @@ int main(void) {
         sweep_tile_kernels(k, &krng);
         sweep_dwtile_kernels(k, &krng);
         sweep_dwrow_kernels(k, &krng);
+        sweep_dwrow_bw_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_chsum(k, &krng);

@@ -1,8 +1,8 @@
 /*
- * Algorithm "depthwise_planes": depthwise (groups == in_channels == out_channels) forward, and
- * backward-data at stride 1, on f32 planes (NCHW) read and written in place. Each channel's plane
- * is a convolution of its own, computed a vector of output pixels along W at a time in up to 8
- * output rows at once (the dwrow kernel, each tap one broadcast weight):
+ * Algorithm "depthwise_planes": depthwise (groups == in_channels == out_channels) on f32 planes
+ * (NCHW) read and written in place. Each channel's plane is a convolution of its own, computed a
+ * vector of output pixels along W at a time in up to 8 output rows at once (the dwrow kernel, each
+ * tap one broadcast weight):
  *   fwd:   y[c] = conv(x[c], w[c]) with the layer's strides, dilations and padding mode;
  *   bwd_d: dx[c] = conv(dy[c], w[c] reversed) at stride 1, dy padded by (k - 1) d - p with zeros.
  * At W stride 1 or 2 with zero padding the kernel reads the source rows in place (the padding's
@@ -12,6 +12,10 @@
  * phase x mod s), so that every tap of an output row reads consecutive floats. Rows of H (and D)
  * padding are a shared row of zeros in zero mode, else the row the mode maps them to. Operands
  * that are not f32 planes, and z, are declined (depthwise computes them).
+ *   bwd_w: dw[c] = each tap's products of dy[c] with x[c] summed over the images (the dwrow_bw
+ * kernel: a channel's taps summed in registers over its every image, the rows read in place, a
+ * call per D slice), at W stride 1 or 2 with zero padding; threads take channels, so the bits do
+ * not depend on the thread count.
  */
 #include "../internal.h"
 #include "../kernels/kernels.h"
@@ -26,8 +30,8 @@ static int dp_applies(const nconv_core *c, nconv_direction dir, const char **why
         if (why_not) *why_not = "f32 depthwise only (groups == in_channels == out_channels)";
         return 0;
     }
-    if (dir == NCONV_DIR_BWD_W) {
-        if (why_not) *why_not = "fwd, and bwd_d at stride 1, only";
+    if (dir == NCONV_DIR_BWD_W && (c->s[2] > 2 || c->mode != NCONV_PAD_ZEROS)) {
+        if (why_not) *why_not = "bwd_w needs W stride 1 or 2 and zero padding";
         return 0;
     }
     if (dir == NCONV_DIR_BWD_D && (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1 || c->mode != NCONV_PAD_ZEROS)) {
@@ -88,7 +92,9 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     g->shared = nconv__ws_round(g->rowidx) + nconv__ws_round(g->toff) + nconv__ws_round(g->cmap) +
                 nconv__ws_round(g->zero) + nconv__ws_round(g->wt);
     g->plane = g->direct ? 0 : sizeof(float) * (size_t)(g->S[0] * g->S[1] * g->rowlen);
-    g->ptrs = sizeof(float *) * (size_t)((ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1);
+    /* bwd_w's kernel takes a slice's rows at once */
+    const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+    g->ptrs = sizeof(float *) * (size_t)nptrs;
     g->thread = nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs);
 }
 
@@ -202,8 +208,43 @@ static void dp_task(void *arg, int tid, int nthreads) {
 
 /* Whether the operands are what the algorithm reads and writes: f32 planes, no z. */
 static int dp_suit(const nconv_exec *e) {
-    if (e->x->dt != NCONV_F32 || e->y->dt != NCONV_F32 || (e->epi && e->epi->z)) return 0;
+    if (e->dir != NCONV_DIR_BWD_W && e->epi && e->epi->z) return 0;
     return nconv__view_is_planar_f32(e->x) && nconv__view_is_planar_f32(e->y);
+}
+
+/* bwd_w: a thread's channels, each over its slices (o0), each slice over every image in one
+ * kernel call; the sums in d->wt, [C][KS]. */
+static void bw_task(void *arg, int tid, int nthreads) {
+    const dp_ctx *d = arg;
+    const nconv_exec *e = d->e;
+    const nconv_core *c = e->c;
+    const dp_geo *g = d->g;
+    const nconv_view *w = e->w;
+    const float **ptrs = (const float **)(d->scratch + (size_t)tid * g->thread + nconv__ws_round(g->plane));
+    float *sums = (float *)d->wt;
+    double *lanes = e->db_lanes;
+    int64_t b, end;
+    nconv__split(c->C, tid, nthreads, &b, &end);
+    for (int64_t ch = b; ch < end; ch++) {
+        float *acc = sums + ch * g->KS, db = 0.0f;
+        memset(acc, 0, sizeof(float) * (size_t)g->KS);
+        const float *sp = d->src + ch * d->sv->stride[1];
+        for (int64_t o0 = 0; o0 < g->O[0]; o0++) {
+            const int64_t *idx = d->rowidx + o0 * g->V;
+            for (int64_t j = 0; j < g->V; j++) ptrs[j] = idx[j] < 0 ? NULL : sp + idx[j] * g->S[2];
+            e->k->dwrow_bw(c->N, g->O[1], g->O[2], g->nr, ptrs, g->rs, g->rd, d->sv->stride[0], g->K2, d->toff,
+                           g->s[2], g->S[2], d->out + ch * d->ov->stride[1] + o0 * g->O[1] * g->O[2], g->O[2],
+                           d->ov->stride[0], acc, lanes ? &db : NULL);
+        }
+        for (int l = 0; lanes && l < 4; l++) lanes[l * c->C + ch] = l ? 0.0 : db;
+        for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < c->k[1]; k1++)
+                for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                    const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+                    if (w->dt == NCONV_F32) ((float *)w->data)[off] = acc[t];
+                    else nconv__store1(w->data, w->dt, off, acc[t]);
+                }
+    }
 }
 
 static nconv_status dp_run(const nconv_exec *e) {
@@ -244,7 +285,8 @@ static nconv_status dp_run(const nconv_exec *e) {
         }
     /* dy's zero padding takes no products in bwd_d: a non-finite weight would make NaN of it */
     int finite = 1;
-    for (int64_t ch = 0; ch < c->C; ch++) finite &= gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
+    for (int64_t ch = 0; e->dir != NCONV_DIR_BWD_W && ch < c->C; ch++)
+        finite &= gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
     if (bwd_d && !finite) return (nconv_status)NCONV__DECLINE_W;
     memset(zero, 0, g.zero);
     nconv__epi_init(e->epi, init, c->C);
@@ -252,18 +294,27 @@ static nconv_status dp_run(const nconv_exec *e) {
                 .toff = toff, .cmap = cmap, .zero = zero, .init = init, .wt = wt, .relu = e->epi && e->epi->relu,
                 .scratch = scratch};
     d.src = d.sv->data, d.out = d.ov->data;
-    nconv__parallel(e, dp_task, &d);
+    nconv__parallel(e, e->dir == NCONV_DIR_BWD_W ? bw_task : dp_task, &d);
+    if (e->dir == NCONV_DIR_BWD_W && e->db_lanes) *e->db_done = 1;
     return NCONV_OK;
 }
 
 /* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or, with vectors of 16
  * lanes, of 28 or more with 3 x 3: there a plane's rows beat the channel blocks of "depthwise".
  * Narrower rows leave too much of a kernel call to overhead and partial vectors (a 28-pixel row
- * is 3.5 vectors of 8); 7 x 7 taps gain nothing (BENCHMARKS.md). */
+ * is 3.5 vectors of 8); 7 x 7 taps gain nothing (BENCHMARKS.md).
+ * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes, rows of 14 output pixels or more, the
+ * source rows 56 pixels or fewer at stride 2. Its kernel's products cost about a load each, where
+ * the channel blocks' loads are shared by a row of taps: with 8 lanes, 5 x 5 or 7 x 7 taps, rows
+ * of 7 pixels (less than half a vector) or 112-pixel sources at stride 2 the channel blocks and
+ * their copies win (BENCHMARKS.md). */
 static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
     const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
     if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
+    if (dir == NCONV_DIR_BWD_W)
+        return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
+               c->d[2] == 1 && ow >= 14 && (c->s[2] == 1 || c->in[2] <= 56);
     return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16);
 }
 
@@ -272,5 +323,6 @@ static int dp_suits(unsigned copies) { return !(copies & NCONV_ACTS_NXC); }
 
 const nconv_algo nconv_algo_depthwise_planes = {
     .name = "depthwise_planes", .applies = dp_applies, .workspace = dp_workspace, .run = dp_run,
-    .preferred = dp_preferred, .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT | NCONV__DECLINES_W, 0},
+    .preferred = dp_preferred,
+    .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT | NCONV__DECLINES_W, NCONV__DECLINES_LAYOUT},
     .suits = dp_suits};

@@ -191,6 +191,21 @@ typedef void nconv_f32_dwrow_t(int64_t m, int64_t n, int64_t nr, const float *co
                                    int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w,
                                    float init, float *y, int64_t ys, int relu);
 typedef nconv_f32_dwrow_t *nconv_f32_dwrow_fn;
+/*
+ * dwrow_bw, dwrow's weight gradient over nq images of one channel: image q's m rows of dy at
+ * dy + q * dyq (row r at + r * dys, pixels i < n) and its source rows at rows[j] + q * xq (rows[j]
+ * NULL: a row of zeros, nothing read); output row r's tap row a reads source row j = r * rs + a * rd,
+ * pixel i of tap b at toff[b] + i * step of it (step 1 or 2): for a < nr, b < nk,
+ *   acc[a * nk + b] += sum_{q < nq, r < m, i < n} dy_q[r * dys + i] * R_q(r * rs + a * rd, toff[b] + i * step),
+ * R as in dwrow (0 outside [0, len), nothing read there), the products summed in an order of the
+ * kernel's own (the same for every call) and then added to acc; db not NULL: *db += the sum of
+ * those dy. Every product of the sum is taken, those with R's zeros too (an infinite dy times the
+ * padding is NaN, as in the reference), and none past n.
+ */
+typedef void nconv_f32_dwrow_bw_t(int64_t nq, int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs,
+                                  int64_t rd, int64_t xq, int64_t nk, const int64_t *toff, int64_t step, int64_t len,
+                                  const float *dy, int64_t dys, int64_t dyq, float *acc, float *db);
+typedef nconv_f32_dwrow_bw_t *nconv_f32_dwrow_bw_fn;
 /* For the vector dwtile kernels: 3, 5 or 7 taps one column apart at pixel step 1 or 2 (the shapes
  * with code of their own), their count; else 0. */
 static inline int64_t nconv__dw_reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
@@ -316,7 +331,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
     X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
     X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)                    \
-    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)
+    X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)                                \
+    X(dwrow_bw, f32_dwrow_bw, f32_dwrow_bw, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
