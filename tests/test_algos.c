@@ -1085,7 +1085,7 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
  * channels in blocks, units of a few rows; 64 channels in one block, the channels-last source
  * rows of fwd and (with 16-lane vectors) bwd_d read in place; every direction and the bias
  * gradient (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3
- * threads, channels-last and planar operands (bwd_w of planes, with 16-lane vectors, on
+ * threads, channels-last and planar operands (bwd_w of these planes, with 16-lane vectors, on
  * depthwise_planes: checked). */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
@@ -1110,8 +1110,9 @@ static void test_depthwise_blocks(void) {
             run_epi_1_3(ref, ctx, &p, layout, 1 + 2 * i, &rng, &r, &a, &b, text, sizeof text);
             const char *dirs[] = {"core=fwd,algo=depthwise,", "core=bwd_d,algo=depthwise,", "core=bwd_w,algo=depthwise,"};
             for (int dir = 0; dir < 3; dir++) {
-                /* bwd_w of planes with 16-lane vectors: depthwise_planes */
-                if (dir == 2 && layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16) {
+                /* bwd_w of planes with 16-lane vectors and rows of 14 to 28 pixels: depthwise_planes */
+                const int64_t ow = cases[i].size + 1;
+                if (dir == 2 && layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && ow >= 14 && ow <= 28) {
                     CHECK(strstr(text, "core=bwd_w,algo=depthwise_planes,"),
                           "depthwise blocks case %d: bwd_w not on depthwise_planes in\n%s", i, text);
                     continue;
@@ -1190,8 +1191,8 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * is 1 or 2 and the padding zeros. The heuristic takes it (checked) for rows of 56 pixels with
  * kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1 and 2
  * (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3; bwd_w with vectors
- * of 16 lanes for 3 x 3 taps, output rows of 14 pixels or more and at stride 2 sources of 56 or
- * fewer (not 7 output pixels, 5 x 5, 57 or 112 at stride 2). An infinite weight: NaN where the
+ * of 16 lanes for 3 x 3 taps and output rows of 14 to 28 pixels, at strides 1 and 2 (not 7 or 56
+ * output pixels, nor 5 x 5). An infinite weight: NaN where the
  * reference has it in fwd, and bwd_d declined; an infinite dy element: bwd_w's NaN and Inf where
  * the reference has them (the products with zero padding). */
 static void test_depthwise_planes(void) {
@@ -1250,7 +1251,7 @@ static void test_depthwise_planes(void) {
             const int taken = cs[11] == 1 || (cs[11] == 3 && nconv__kernels()->dw_vl >= 16);
             const int64_t ow = (cs[3] + 2 * cs[7] - cs[6] * (cs[4] - 1) - 1) / cs[5] + 1;
             const int dw_taken = cs[11] && nconv__kernels()->dw_vl >= 16 && cs[0] == 2 && cs[4] == 3 && cs[6] == 1 &&
-                                 ow >= 14 && (cs[5] == 1 || (cs[5] == 2 && cs[3] <= 56)) && cs[8] == 0;
+                                 ow >= 14 && ow <= 28 && cs[5] <= 2 && cs[8] == 0;
             const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (taken || fwd_on_f)},
                                                                    {bwd, ncx && ((taken && bwd_d_core) || dx_on_f)},
                                                                    {"core=bwd_w,", ncx && (dw_taken || dw_on_f)}};

@@ -303,18 +303,17 @@ static nconv_status dp_run(const nconv_exec *e) {
  * lanes, of 28 or more with 3 x 3: there a plane's rows beat the channel blocks of "depthwise".
  * Narrower rows leave too much of a kernel call to overhead and partial vectors (a 28-pixel row
  * is 3.5 vectors of 8); 7 x 7 taps gain nothing (BENCHMARKS.md).
- * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes, rows of 14 output pixels or more, the
- * source rows 56 pixels or fewer at stride 2. Its kernel's products cost about a load each, where
- * the channel blocks' loads are shared by a row of taps: with 8 lanes, 5 x 5 or 7 x 7 taps, rows
- * of 7 pixels (less than half a vector) or 112-pixel sources at stride 2 the channel blocks and
- * their copies win (BENCHMARKS.md). */
+ * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes and rows of 14 to 28 output pixels. With 8
+ * lanes, 5 x 5 or 7 x 7 taps, rows of 7 pixels (less than half a vector) and rows of 56 or more
+ * (planes past L1, whose layers' operands leave the cache: the kernel then reads at a third of the
+ * machine's bandwidth) the channel blocks and their copies win (BENCHMARKS.md). */
 static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
     const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
     if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
     if (dir == NCONV_DIR_BWD_W)
         return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
-               c->d[2] == 1 && ow >= 14 && (c->s[2] == 1 || c->in[2] <= 56);
+               c->d[2] == 1 && ow >= 14 && ow <= 28;
     return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16);
 }
 

@@ -90,14 +90,6 @@ static inline __attribute__((always_inline)) void source_products(const int64_t 
             for (int64_t b = 0; b < NB; b++) s[a * NB + b] = _mm256_fmadd_ps(d[a], x[b], s[a * NB + b]);
 }
 
-/* The first vector of a row runs ahead of the others by a plane's height: the rows PD ahead, x's
- * and dy's, whole, on their way to the cache while this one computes (the hardware prefetcher
- * does not follow one line a row). */
-enum { PD = 4 };
-static inline void prefetch_row(const float *p, int64_t len) {
-    for (int64_t x = 0; x < len; x += 16) _mm_prefetch((const char *)(p + x), _MM_HINT_T0);
-}
-
 /* by_source over the source rows [j0, j1) at pixel i: rows every tap row of which some output row
  * reads (RS 1: j in [NA - 1, m - 1]), a row's dy vectors passed on to the next row's. */
 static inline __attribute__((always_inline)) void inner_rows(const int64_t NA, const int64_t NB, const int64_t STEP,
@@ -114,11 +106,6 @@ static inline __attribute__((always_inline)) void inner_rows(const int64_t NA, c
 #pragma GCC unroll 8
     for (int64_t a = 0; a + 1 < NA; a++) d[a] = load8(MASKED, dq + (j0 - 1 - a) * g->dys + i, keep);
     for (int64_t j = j0; j < j1; j++) {
-        if (i == 0 && j + PD < j1) {
-            const float *ahead = g->rows[a0 + j + PD];
-            if (ahead) prefetch_row(ahead + xoff, g->len);
-            prefetch_row(dq + (j + PD) * g->dys, g->n);
-        }
 #pragma GCC unroll 8
         for (int64_t a = NA - 1; a > 0; a--) d[a] = d[a - 1];
         d[0] = load8(MASKED, dq + j * g->dys + i, keep);
@@ -146,12 +133,6 @@ static inline __attribute__((always_inline)) void inner_pairs(const int64_t NA, 
     for (int64_t k = 0; k < (NA + 1) / 2; k++)
         w[k] = k + 1 < (NA + 1) / 2 ? load8(MASKED, dq + (j0 / 2 - 1 - k) * g->dys + i, keep) : _mm256_setzero_ps();
     for (int64_t j = j0; j < j1; j += 2) {
-        if (i == 0 && j + 2 * PD + 1 < j1) {
-            const float *ahead0 = g->rows[a0 + j + 2 * PD], *ahead1 = g->rows[a0 + j + 2 * PD + 1];
-            if (ahead0) prefetch_row(ahead0 + xoff, g->len);
-            if (ahead1) prefetch_row(ahead1 + xoff, g->len);
-            prefetch_row(dq + (j / 2 + PD) * g->dys, g->n);
-        }
 #pragma GCC unroll 4
         for (int64_t k = (NA + 1) / 2 - 1; k > 0; k--) w[k] = w[k - 1];
         w[0] = load8(MASKED, dq + j / 2 * g->dys + i, keep);
