@@ -55,7 +55,7 @@ typedef struct dp_geo {
      * row a reads entry o1 rs + a rd of its slice's V. Kernels of depth 1 list each row once (rs,
      * rd: the H stride and dilation); else every (o1, tap row) pair has an entry of its own. */
     int64_t nr, rs, rd, V;
-    size_t rowidx, toff, cmap, zero, wt, shared; /* bytes: the shared tables, the weights by channel */
+    size_t rowidx, toff, cmap, zero, wt, init, shared; /* bytes: the shared tables, the weights and init by channel */
     size_t plane, ptrs, thread;                  /* bytes: a thread's scratch */
 } dp_geo;
 
@@ -89,8 +89,9 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     g->cmap = sizeof(int64_t) * (size_t)(g->ph * g->plen);
     g->zero = sizeof(float) * (size_t)(g->direct ? nconv__div_up(g->S[2], 16) * 16 : g->rowlen);
     g->wt = sizeof(float) * (size_t)(c->C * g->KS);
+    g->init = sizeof(float) * (size_t)c->C;
     g->shared = nconv__ws_round(g->rowidx) + nconv__ws_round(g->toff) + nconv__ws_round(g->cmap) +
-                nconv__ws_round(g->zero) + nconv__ws_round(g->wt);
+                nconv__ws_round(g->zero) + nconv__ws_round(g->wt) + nconv__ws_round(g->init);
     g->plane = g->direct ? 0 : sizeof(float) * (size_t)(g->S[0] * g->S[1] * g->rowlen);
     /* bwd_w's kernel takes a slice's rows at once */
     const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1;
@@ -257,7 +258,7 @@ static nconv_status dp_run(const nconv_exec *e) {
     int64_t *rowidx = nconv__arena_take(e->ws, g.rowidx), *toff = nconv__arena_take(e->ws, g.toff);
     int64_t *cmap = nconv__arena_take(e->ws, g.cmap);
     float *wt = nconv__arena_take(e->ws, g.wt);
-    float *zero = nconv__arena_take(e->ws, g.zero), *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)c->C);
+    float *zero = nconv__arena_take(e->ws, g.zero), *init = nconv__arena_take(e->ws, g.init);
     char *scratch = nconv__arena_take(e->ws, (size_t)threads * g.thread);
     if ((g.rowidx && !rowidx) || !toff || !cmap || !wt || !zero || !init || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise_planes");
