@@ -981,6 +981,18 @@ static int64_t class_differs(const tensor *a, const tensor *b, nconv_dtype dt) {
     return -1;
 }
 
+/* Each of n outputs (name, result a, reference r) has the reference's NaN / Inf pattern. */
+typedef struct class_out {
+    const char *n;
+    tensor *a, *r;
+} class_out;
+static void check_classes(const char *what, const class_out *outs, int n, nconv_dtype dt) {
+    for (int o = 0; o < n; o++) {
+        const int64_t bad = class_differs(outs[o].a, outs[o].r, dt);
+        CHECK(bad < 0, "%s: %s[%lld] differs in class from the reference", what, outs[o].n, (long long)bad);
+    }
+}
+
 /* The depthwise algorithm (groups == channels): the heuristic's choice
  * (checked) over kernels 1-9 (3, 5, 7 have their own kernel code), strides
  * 1-2, dilations, channel counts on both sides of the 8- and 16-lane tails,
@@ -1276,12 +1288,8 @@ static void test_depthwise_planes(void) {
     CHECK(verbose_ran(text, "core=fwd,", "algo=depthwise_planes,") &&
               !verbose_ran(text, "core=bwd_d,", "algo=depthwise_planes,"),
           "depthwise planes, infinite weight: fwd on depthwise_planes, bwd_d declined, in\n%s", text);
-    struct { const char *n; tensor *x, *y; } outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
-    for (int o = 0; o < 2; o++) {
-        const int64_t bad = class_differs(outs[o].x, outs[o].y, p.dtype);
-        CHECK(bad < 0, "depthwise planes, infinite weight: %s[%lld] differs in class from the reference", outs[o].n,
-              (long long)bad);
-    }
+    const class_out outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
+    check_classes("depthwise planes, infinite weight", outs, 2, p.dtype);
     operands_free(&r), operands_free(&a), operands_free(&b);
     /* an infinite dy element in a corner (its taps on the padding: NaN) and one inside */
     operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
@@ -1291,12 +1299,8 @@ static void test_depthwise_planes(void) {
     test_verbose_run(planes_call_run, &call, text, sizeof text);
     CHECK(verbose_ran(text, "core=bwd_w,", "algo=depthwise_planes,"),
           "depthwise planes, infinite dy: bwd_w not on depthwise_planes in\n%s", text);
-    struct { const char *n; tensor *x, *y; } grads[] = {{"dw", &a.dw, &r.dw}, {"db", &a.db, &r.db}};
-    for (int o = 0; o < 2; o++) {
-        const int64_t bad = class_differs(grads[o].x, grads[o].y, p.dtype);
-        CHECK(bad < 0, "depthwise planes, infinite dy: %s[%lld] differs in class from the reference", grads[o].n,
-              (long long)bad);
-    }
+    const class_out grads[] = {{"dw", &a.dw, &r.dw}, {"db", &a.db, &r.db}};
+    check_classes("depthwise planes, infinite dy", grads, 2, p.dtype);
     operands_free(&r), operands_free(&a), operands_free(&b);
     nconv_context_destroy(ref);
     nconv_context_destroy(forced);

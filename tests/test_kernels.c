@@ -252,6 +252,14 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                             }
 }
 
+/* The W taps of a row sweep (test_kernels' dwrow and dwrow_bw): pad < 3, a source row of n * step
+ * columns padded by pad on the left; pad 3, taps 3 columns in and a row of `past` columns after
+ * the last tap's first, read far from its ends. Returns the row's length. */
+static int64_t sweep_taps(int64_t nk, int64_t dw, int64_t pad, int64_t n, int64_t step, int64_t past, int64_t *toff) {
+    for (int64_t b = 0; b < nk; b++) toff[b] = pad < 3 ? b * dw - pad : b * dw + 3;
+    return pad < 3 ? n * step : toff[nk - 1] + past;
+}
+
 /* The depthwise row kernel (dwrow) against f64 sums: 1-8 rows (each count has code of its own),
  * rows of 1-56 pixels (vector tails), the shapes with code of their own (3, 5, 7 tap rows at row
  * strides 1 and 2, square or not, pixel steps 1 and 2) and others (more than 8 W taps, dilated
@@ -271,14 +279,8 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
                     const int64_t nr = shapes[si][0], nk = shapes[si][1], rs = shapes[si][2], rd = shapes[si][3];
                     const int64_t step = shapes[si][4], dw = shapes[si][5], n = ns[ni];
                     const int relu = (int)((si + ni + (size_t)m) % 2);
-                    int64_t toff[16], len;
-                    if (pad < 3) { /* a source row of n * step columns, padded by pad on the left */
-                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw - pad;
-                        len = n * step;
-                    } else {
-                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw + 3;
-                        len = toff[nk - 1] + (n + 15) / 16 * 16 * step;
-                    }
+                    int64_t toff[16];
+                    const int64_t len = sweep_taps(nk, dw, pad, n, step, (n + 15) / 16 * 16 * step, toff);
                     const int64_t nj = (m - 1) * rs + (nr - 1) * rd + 1, ys = n + 3;
                     float *row[80], w[128];
                     for (int64_t j = 0; j < nj; j++) {
@@ -344,14 +346,8 @@ static void sweep_dwrow_bw_kernels(const nconv_kernels *k, uint64_t *rng) {
                     const int64_t nr = shapes[si][0], nk = shapes[si][1], rs = shapes[si][2], rd = shapes[si][3];
                     const int64_t step = shapes[si][4], dw = shapes[si][5], n = ns[ni], nq = 1 + 2 * (pad % 2);
                     const int64_t dys = n + 3, dyq = m * dys + 2, nt = nr * nk, with_db = (int64_t)(si + ni) % 2;
-                    int64_t toff[16], len;
-                    if (pad < 3) { /* a source row of n * step columns, padded by pad on the left */
-                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw - pad;
-                        len = n * step;
-                    } else {
-                        for (int64_t b = 0; b < nk; b++) toff[b] = b * dw + 3;
-                        len = toff[nk - 1] + (n + 40) * step;
-                    }
+                    int64_t toff[16];
+                    const int64_t len = sweep_taps(nk, dw, pad, n, step, (n + 40) * step, toff);
                     const int64_t xq = len + 5, nj = (m - 1) * rs + (nr - 1) * rd + 1;
                     /* the row list on the heap, exactly nj long: ASan sees a read past it */
                     float **row = malloc(sizeof(float *) * (size_t)nj), acc[80], dy[3 * (5 * 60 + 2)], db = 0.5f;
