@@ -388,15 +388,16 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
  * (ncx) a row's or column's run is a few hundred elements, widened whole; in OHWI (nxc) with
  * 600 input channels the forward's column run spans 8 x 600 + 128 elements and the backward's
  * row run 8 x 600 + 16, past the widening buffer (4 x 128 x 9), so those are read element by
- * element. Forward and backward-data (the directions that transform weights) against the
- * reference, 1 and 3 threads bitwise. */
+ * element. With 600 input channels backward-weights takes its 200 output channels in three
+ * chunks (72 each), reading 16-bit channels-last dy from each chunk's first channel. All three
+ * directions against the reference, 1 and 3 threads bitwise. */
 static void test_winograd_weights16(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "winograd", &ref, &ctx);
     uint64_t rng = 91;
     for (int i = 0; i < 4; i++) {
         nconv_problem p;
-        same_3x3(&p, 1, 600, 20, 5, 6);
+        same_3x3(&p, 1, 600, 200, 5, 6);
         p.dtype = i / 2 ? NCONV_BF16 : NCONV_F16;
         const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
         char desc[512] = "";
@@ -410,9 +411,12 @@ static void test_winograd_weights16(void) {
             CHECK(run_wino(k ? ctx : ref, &p, o[k], 0) == NCONV_OK, "%s on %s: %s", k ? "winograd" : "ref", desc,
                   nconv_last_error());
         }
-        const double tol = tolerance(p.dtype), ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype);
-        CHECK(ey <= tol && ex <= tol, "winograd on %s (layout %d): y err %g, dx err %g", desc, layout, ey, ex);
-        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+        const double tol = tolerance(p.dtype), ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
+                     ew = rel_err(&a.dw, &r.dw, p.dtype);
+        CHECK(ey <= tol && ex <= tol && ew <= tol, "winograd on %s (layout %d): y err %g, dx err %g, dw err %g", desc,
+              layout, ey, ex, ew);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                  !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
               "winograd on %s: results differ between 1 and 3 threads", desc);
         operands_free(&r), operands_free(&a), operands_free(&b);
     }

@@ -14,7 +14,8 @@
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
- * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's;
+ * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's, and their
+ *   16-bit input variants bit for bit as the f32 transforms on widened values (sweep_wino16);
  * - the tables against the kernel lists of kernels.h (check_tables). */
 #include "test_util.h"
 
@@ -929,6 +930,53 @@ static void sweep_wino(const nconv_kernels *k, uint64_t *rng) {
     }
 }
 
+/* wino_in16 and wino_dy16 against wino_in and wino_dy of the same table on the widened values, bit
+ * for bit (results, the lanes past n left alone, the poison lanes), in f16 and bf16; each pixel's
+ * run its own allocation of n values, so that a read past n is seen under ASan. */
+static void sweep_wino16(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 3, 7, 8, 9, 16, 17, 33, 40};
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            const int64_t n = ns[ni], xs = n + 5;
+            uint16_t *h[36], *zero16 = calloc((size_t)n, sizeof(uint16_t));
+            float *f[36], *zero = calloc((size_t)n, sizeof(float));
+            float *got = malloc(sizeof(float) * (size_t)(36 * xs)), *want = malloc(sizeof(float) * (size_t)(36 * xs));
+            const uint16_t *hp[36];
+            const float *fp[36];
+            for (int i = 0; i < 36; i++) {
+                h[i] = malloc(sizeof(uint16_t) * (size_t)n), f[i] = malloc(sizeof(float) * (size_t)n);
+                for (int64_t c = 0; c < n; c++) {
+                    const float v = (float)(4 * test_uniform(rng));
+                    h[i][c] = bf16 ? nconv__f32_to_bf16(v) : nconv__f32_to_f16(v);
+                    f[i][c] = bf16 ? nconv__bf16_to_f32(h[i][c]) : nconv__f16_to_f32(h[i][c]);
+                }
+            }
+            for (int pass = 0; pass < 2; pass++) { /* pass 1: an Inf in the last channel of pixel 35 */
+                if (pass) h[35][n - 1] = bf16 ? 0x7f80 : 0x7c00, f[35][n - 1] = INFINITY;
+                for (int dy = 0; dy < 2; dy++) {
+                    float pg[8] = {0}, pw[8] = {0};
+                    for (int i = 0; i < 36; i++) { /* some pixels in padding (in) or outside dy (NULL) */
+                        const int out = i % 7 == 3 && i != 35;
+                        hp[i] = !out ? h[i] : dy ? NULL : zero16;
+                        fp[i] = !out ? f[i] : dy ? NULL : zero;
+                    }
+                    if (dy) hp[15] = h[35], fp[15] = f[35]; /* dy reads 16 pixels: the Inf among them */
+                    for (int64_t i = 0; i < 36 * xs; i++) got[i] = want[i] = -7.0f;
+                    if (dy) k->wino_dy16(n, hp, bf16, got, xs, pg), k->wino_dy(n, fp, want, xs, pw);
+                    else k->wino_in16(n, hp, bf16, got, xs, pg), k->wino_in(n, fp, want, xs, pw);
+                    CHECK(!memcmp(got, want, sizeof(float) * (size_t)(36 * xs)), "%s wino_%s16 %s n %lld pass %d: not wino_%s's bits",
+                          k->name, dy ? "dy" : "in", bf16 ? "bf16" : "f16", (long long)n, pass, dy ? "dy" : "in");
+                    for (int l = 0; l < 8; l++)
+                        CHECK((pg[l] == 0.0f) == (pw[l] == 0.0f) && (pg[l] == 0.0f) == (!pass || l != (n - 1) % 8),
+                              "%s wino_%s16 %s n %lld pass %d: poison lane %d %g (f32 kernel %g)", k->name,
+                              dy ? "dy" : "in", bf16 ? "bf16" : "f16", (long long)n, pass, l, pg[l], pw[l]);
+                }
+            }
+            for (int i = 0; i < 36; i++) free(h[i]), free(f[i]);
+            free(zero16), free(zero), free(got), free(want);
+        }
+}
+
 /* The AVX-512 tile transforms against AVX2's, bit for bit (the same operations per lane). */
 static void wino_isas_agree(const nconv_kernels *a, const nconv_kernels *b, uint64_t *rng) {
     const int64_t n = 45, xs = 48;
@@ -1308,6 +1356,7 @@ int main(void) {
         sweep_gemm_np16(k, &krng);
         sweep_bf16_igemm_np(k, &krng);
         sweep_wino(k, &krng);
+        sweep_wino16(k, &krng);
         sweep_f64_gemm(k, &krng);
         sweep_convert(k, &krng);
     }

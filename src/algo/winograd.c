@@ -42,6 +42,7 @@ enum { BLOCK_BYTES = 384 << 10 };  /* V and M of a tile block */
 enum { MAX_T = 120, MAX_KD = 64 }; /* tiles per block; depth taps */
 enum { KB = 128 };                 /* weight transform: reduction channels read together */
 enum { PF_ROWS = 4 };              /* weight transform: rows read ahead when rows are the far dimension */
+enum { PF_ROWS16 = 16 };           /* the same for 16-bit rows, whose widening has nothing to overlap a miss with */
 enum { WIDE_W = 4 * KB * 9 };      /* weight transform: floats of a 16-bit run widened at once */
 
 static int wino_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
@@ -132,10 +133,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, int threads, wgeo
     if (g->pgroups > g->cpanels) g->pgroups = g->cpanels;
 }
 
-/* 16-bit operands: floats per thread of a tile's input patch widened and of its 16 output pixels
- * before narrowing (see block_in, block_out). */
+/* 16-bit operands: floats per thread of a tile's 16 output pixels before narrowing (see block_out;
+ * the input transforms read 16-bit patches as they lie). */
 static int64_t wide_floats(const nconv_core *c, const wgeo *g) {
-    return nconv__is_16bit(c->dt) ? XI * g->K + 16 * g->cpanels * NR : 0;
+    return nconv__is_16bit(c->dt) ? 16 * g->cpanels * NR : 0;
 }
 
 /* Per thread: wt_task's KB x 9 x NR floats, then a run of 16-bit weights widened. */
@@ -255,6 +256,10 @@ static void wt_task(void *arg, int tid, int nthreads) {
             const int rows_first = sj < sk;
             for (int64_t a = 0; a < (rows_first ? kb : nl); a++) {
                 const int64_t sa = rows_first ? sk : sj, sb = rows_first ? sj : sk, nb = rows_first ? nl : kb;
+                if (rows_first && a + PF_ROWS16 < kb) { /* a later row's run asked for now, as above */
+                    const char *later = (const char *)((const uint16_t *)w->data + off + (a + PF_ROWS16) * sk + tlo);
+                    for (int64_t b = 0; b < NR * 9 * (int64_t)sizeof(uint16_t); b += 64) __builtin_prefetch(later + b);
+                }
                 const float *run = widen_run(wc, off + a * sa, sb, nb, tlo, thi, wide);
                 for (int64_t b = 0; b < nb; b++) {
                     float *dst = rows_first ? &tap[a][b] : &tap[b][a];
@@ -291,8 +296,9 @@ typedef struct pipe_ctx {
     float *dst;            /* NULL when dst16 is written instead */
     const uint16_t *src16; /* 16-bit channels-last operands, read and written in place */
     uint16_t *dst16;
-    nconv_convert16_fn cv; /* their conversion */
-    const float *u, *zero, *init; /* init: bias of dst's channels, or NULL */
+    nconv_convert16_fn cv; /* dst16's narrowing */
+    int bf16;              /* src16 is bf16, else f16 */
+    const float *u, *zero, *init; /* init: bias of dst's channels, or NULL; zero: also 16-bit zeros */
     const int64_t *org_h, *org_w;
     int64_t o0, on;               /* the chunk's columns */
     int relu;
@@ -345,24 +351,6 @@ static int patch_offsets(const nconv_core *c, const wgeo *g, const tile *tl, int
     return 1;
 }
 
-/* 16-bit pixels at offsets off[0 .. n) of src (-1: a pixel in padding, `absent`), k channels each,
- * widened into wide (pixel i at wide + i * k), its pointers in p: one conversion per run of
- * pixels that follow each other in src (pitch == k; a call per pixel of a few vectors cost a
- * third of a layer's backward-weights). */
-static void widen_pixels(nconv_convert16_fn cv, const uint16_t *src, const int64_t *off, int n, int64_t k,
-                         int64_t pitch, float *wide, const float *absent, const float **p) {
-    for (int i = 0; i < n;) {
-        if (off[i] < 0) {
-            p[i++] = absent;
-            continue;
-        }
-        int j = i + 1;
-        while (j < n && pitch == k && off[j] == off[j - 1] + k) j++;
-        cv((j - i) * k, src + off[i], wide + i * k, 1);
-        for (; i < j; i++) p[i] = wide + i * k;
-    }
-}
-
 /* The patch as pointers into src (zero for pixels in padding); 0 when the whole depth plane is. */
 static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const float *zero, const tile *tl,
                     int64_t kd, const float **patch) {
@@ -372,28 +360,34 @@ static int patch_of(const nconv_core *c, const wgeo *g, const float *src, const 
     return 1;
 }
 
+/* The 16-bit patch at offsets off of src (-1: in padding, zero). */
+static void patch16_of(const uint16_t *src, const int64_t *off, const uint16_t *zero, const uint16_t **patch) {
+    for (int i = 0; i < XI; i++) patch[i] = off[i] < 0 ? zero : src + off[i];
+}
+
 /* Block b's input transform: V[kd][xi][tile][k], and the kernel's A pointers
  * per row tile, a[(rt * KD + kd) * MR + r] (rows past the block repeat its first). */
-static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow, const float **a, float *poison,
-                     float *wide) {
+static void block_in(const pipe_ctx *pc, int64_t b, float *V, const float **vrow, const float **a, float *poison) {
     const nconv_core *c = pc->c;
     const wgeo *g = pc->g;
     const int64_t T = g->T, t0 = b * T, nt = t0 + T <= g->tiles ? T : g->tiles - t0;
     const float *patch[XI];
+    const uint16_t *patch16[XI];
     int64_t off[XI];
     /* Input transform: V[kd][xi][tile][k]; vrow[kd * T + tile] is NULL for a depth tap in padding. */
     for (int64_t tl = 0; tl < nt; tl++) {
         const tile ti = tile_at(g, pc->org_h, pc->org_w, t0 + tl);
         for (int64_t kd = 0; kd < g->KD; kd++) {
-            vrow[kd * T + tl] = NULL;
-            if (pc->src16) { /* the patch widened into `wide` */
-                if (!patch_offsets(c, g, &ti, kd, off)) continue;
-                widen_pixels(pc->cv, pc->src16, off, XI, g->K, g->K, wide, pc->zero, patch);
-            } else if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) {
-                continue;
-            }
             float *v = V + (kd * XI * T + tl) * g->ldv;
-            pc->k->wino_in(g->K, patch, v, T * g->ldv, poison);
+            vrow[kd * T + tl] = NULL;
+            if (pc->src16) {
+                if (!patch_offsets(c, g, &ti, kd, off)) continue;
+                patch16_of(pc->src16, off, (const uint16_t *)pc->zero, patch16);
+                pc->k->wino_in16(g->K, patch16, pc->bf16, v, T * g->ldv, poison);
+            } else {
+                if (!patch_of(c, g, pc->src, pc->zero, &ti, kd, patch)) continue;
+                pc->k->wino_in(g->K, patch, v, T * g->ldv, poison);
+            }
             vrow[kd * T + tl] = v;
         }
     }
@@ -459,14 +453,14 @@ static void pipe_task(void *arg, int tid, int nthreads) {
     float *V = (float *)(pc->scratch + (size_t)tid * pc->scratch_stride), *M = V + XI * g->T * g->KD * g->ldv;
     float *poison = pipe_poison(pc, tid);
     const float **vrow = (const float **)(poison + 8), **a = vrow + g->KD * g->T;
-    /* 16-bit operands: an input patch widened, then 16 output pixels before narrowing */
-    float *wide_in = (float *)(a + nconv__div_up(g->T, MR) * g->KD * MR + XI + 16), *wide_out = wide_in + XI * g->K;
+    /* 16-bit output: 16 pixels before narrowing */
+    float *wide_out = (float *)(a + nconv__div_up(g->T, MR) * g->KD * MR + XI + 16);
     const int64_t np = nconv__div_up(pc->on, NR);
     int64_t have = -1;
     for (int64_t u; (u = nconv__share_claim(pc->shares, tid, nthreads)) >= 0;) {
         const int64_t b = u / g->pgroups, q = u % g->pgroups;
         /* a thread's consecutive units of one block share V */
-        if (b != have) block_in(pc, b, V, vrow, a, poison, wide_in);
+        if (b != have) block_in(pc, b, V, vrow, a, poison);
         have = b;
         int64_t p0, p1;
         nconv__split(np, (int)q, (int)g->pgroups, &p0, &p1);
@@ -515,6 +509,7 @@ static nconv_status fwd_run(const nconv_exec *e) {
                    .src16 = src16 ? in->data : NULL,
                    .dst16 = dst16 ? out->data : NULL,
                    .cv = nconv__convert16(k, c->dt),
+                   .bf16 = c->dt == NCONV_BF16,
                    .u = u,
                    .zero = zero,
                    .init = bias ? init : NULL,
@@ -618,10 +613,9 @@ static size_t bw_sizes(const nconv_core *c, int threads, unsigned copies, struct
     s->zero = sizeof(float) * (size_t)(b.ldc + NR);
     s->org = sizeof(int64_t) * (size_t)(b.g.nh + b.g.nw);
     s->shares = sizeof(nconv_share) * (size_t)threads;
-    /* dw's transform of a row (or, 16-bit, a tile's input patch and dy pixels widened), then the
-     * poison lanes */
-    const int64_t wide = nconv__is_16bit(c->dt) ? XI * c->C + 16 * b.ob : 0;
-    s->scratch = sizeof(float) * (size_t)((9 * c->C > wide ? 9 * c->C : wide) + 8);
+    /* dw's transform of a row (16-bit OIHW: and its transpose, see bw_out_task), then the poison
+     * lanes */
+    s->scratch = sizeof(float) * (size_t)((nconv__is_16bit(c->dt) ? 18 : 9) * c->C + 8);
     return nconv__ws_round(s->x) + nconv__ws_round(s->dy) +
            (size_t)b.sl * (nconv__ws_round(s->s) + nconv__ws_round(s->v) + nconv__ws_round(s->z)) +
            nconv__ws_round(s->zero) + nconv__ws_round(s->org) + nconv__ws_round(s->shares) +
@@ -632,9 +626,10 @@ typedef struct bw_ctx {
     const nconv_core *c;
     const bgeo *b;
     const nconv_kernels *k;
-    const float *x, *dy, *zero;    /* x, dy NULL when x16, dy16 are read instead */
-    const uint16_t *x16, *dy16;    /* 16-bit channels-last operands, widened a tile at a time */
-    nconv_convert16_fn cv;
+    const float *x, *dy, *zero;    /* x, dy NULL when x16, dy16 are read instead; zero: also 16-bit zeros */
+    const uint16_t *x16, *dy16;    /* 16-bit channels-last operands, read as they lie */
+    int bf16;                      /* they are bf16, else f16 */
+    nconv_convert16_fn cv;         /* a 16-bit dw's narrowing */
     const int64_t *org_h, *org_w;
     float *S[BW_SLICES], *V[BW_SLICES], *Z[BW_SLICES];
     const nconv_view *w;
@@ -660,33 +655,36 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
     const int64_t T = bc->b->T, CP = bc->b->CP, ob = bc->b->ob;
     float *poison = bw_poison(bc, tid);
     const float *patch[XI], *pp[XI];
+    const uint16_t *patch16[XI], *pp16[XI], *y16[16];
     float *ysrc[16];
     const float *yrows[16]; /* the tile's dy pixels as wino_dy reads them */
     int64_t off[XI];
-    /* 16-bit: a tile's input patch widened, then its dy pixels */
-    float *wide_x = (float *)(bc->scratch + (size_t)tid * bc->scratch_stride), *wide_y = wide_x + XI * c->C;
+    const uint16_t *zero16 = (const uint16_t *)bc->zero;
     for (int64_t it; (it = nconv__share_claim(bc->shares, tid, nthreads)) >= 0;) {
         const int p = it >= bc->nt[0];
         const int64_t tl = it - (p ? bc->nt[0] : 0);
         float *Z = bc->Z[p], *V = bc->V[p];
         const tile ti = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl);
         /* The next tile's patch is requested now: its loads would stall the input transform. */
-        if (tl + 1 < bc->nt[p] && bc->x) {
+        if (tl + 1 < bc->nt[p]) {
             const tile tn = tile_at(g, bc->org_h, bc->org_w, bc->t0[p] + tl + 1);
-            if (patch_of(c, g, bc->x, bc->zero, &tn, 0, pp))
+            const char *x = bc->x16 ? (const char *)bc->x16 : (const char *)bc->x;
+            const int64_t es = bc->x16 ? 2 : 4; /* bytes per element */
+            if (patch_offsets(c, g, &tn, 0, off))
                 for (int i = 0; i < XI; i++)
-                    if (pp[i] != bc->zero)
-                        for (int64_t ch = 0; ch < c->C; ch += 16) __builtin_prefetch(pp[i] + ch);
+                    if (off[i] >= 0)
+                        for (int64_t ch = 0; ch < c->C; ch += 64 / es) __builtin_prefetch(x + (off[i] + ch) * es);
         }
+        /* Whole rows of ob floats: a copy into MR-row tiles would write partial lines. */
         if (bc->dy16) {
             tile_offsets(g, &ti, c->O, off);
-            widen_pixels(bc->cv, bc->dy16 + bc->o0, off, 16, bc->on, c->O, wide_y, NULL, yrows);
+            for (int i = 0; i < 16; i++) y16[i] = off[i] < 0 ? NULL : bc->dy16 + bc->o0 + off[i];
+            bc->k->wino_dy16(bc->on, y16, bc->bf16, Z + tl * ob, T * ob, poison);
         } else {
             tile_pixels(g, &ti, (float *)bc->dy + bc->o0, c->O, ysrc); /* read only */
             for (int i = 0; i < 16; i++) yrows[i] = ysrc[i];
+            bc->k->wino_dy(bc->on, yrows, Z + tl * ob, T * ob, poison);
         }
-        /* Whole rows of ob floats: a copy into MR-row tiles would write partial lines. */
-        bc->k->wino_dy(bc->on, yrows, Z + tl * ob, T * ob, poison);
         for (int64_t kd = 0; kd < g->KD; kd++) {
             float *v = V + kd * XI * CP * T * NR + tl * NR;
             const int in =
@@ -695,10 +693,15 @@ static void bw_transform_task(void *arg, int tid, int nthreads) {
                 for (int64_t r = 0; r < XI * CP; r++) memset(v + r * T * NR, 0, sizeof(float) * NR);
                 continue;
             }
-            if (bc->x16) widen_pixels(bc->cv, bc->x16, off, XI, c->C, c->C, wide_x, bc->zero, patch);
+            if (bc->x16) patch16_of(bc->x16, off, zero16, patch16);
             for (int64_t cp = 0; cp < CP; cp++) { /* the zero row is ldc + NR long: offsets stay inside it */
-                for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
                 const int64_t n16 = c->C - cp * NR < NR ? c->C - cp * NR : NR;
+                if (bc->x16) {
+                    for (int i = 0; i < XI; i++) pp16[i] = patch16[i] + cp * NR;
+                    bc->k->wino_in16(n16, pp16, bc->bf16, v + cp * T * NR, CP * T * NR, poison);
+                    continue;
+                }
+                for (int i = 0; i < XI; i++) pp[i] = patch[i] + cp * NR;
                 bc->k->wino_in(n16, pp, v + cp * T * NR, CP * T * NR, poison);
             }
         }
@@ -808,6 +811,7 @@ static nconv_status bwd_w_run(const nconv_exec *e) {
                  .zero = zero,
                  .x16 = in16 ? e->x->data : NULL,
                  .dy16 = in16 ? e->y->data : NULL,
+                 .bf16 = c->dt == NCONV_BF16,
                  .cv = nconv__convert16(e->k, c->dt),
                  .org_h = org,
                  .org_w = org + b.g.nh,

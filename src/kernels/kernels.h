@@ -256,6 +256,8 @@ typedef nconv_f32_transpose_t *nconv_f32_transpose_fn;
  *        zeros), c < n; poison as for in.
  * wgrad: dst[(3 * kh + kw) * ds + c] = (G^T S G)[kh][kw] with S[i][j] = s[(6 * i + j) * xs + c], c < n,
  *        plus s2[(6 * i + j) * xs + c] (one float addition) when s2 is not NULL.
+ * in16, dy16: in and dy of 16-bit storage (bf16 when bf16 != 0, else f16) widened as they are
+ *        loaded: the same results, bit for bit, as in and dy on the widened values.
  */
 typedef void nconv_f32_wino_in_t(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 typedef nconv_f32_wino_in_t *nconv_f32_wino_in_fn;
@@ -266,6 +268,9 @@ typedef void nconv_f32_wino_w_t(const float *g, float *dst, int64_t xs);
 typedef nconv_f32_wino_w_t *nconv_f32_wino_w_fn;
 typedef void nconv_f32_wino_dy_t(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison);
 typedef nconv_f32_wino_dy_t *nconv_f32_wino_dy_fn;
+typedef void nconv_f32_wino_in16_t(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                   float *poison);
+typedef nconv_f32_wino_in16_t *nconv_f32_wino_in16_fn;
 typedef void nconv_f32_wino_wgrad_t(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 typedef nconv_f32_wino_wgrad_t *nconv_f32_wino_wgrad_fn;
 
@@ -341,7 +346,9 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(wino_out, f32_wino_out, f32_wino_out, avx2, avx512)                       \
     X(wino_w, f32_wino_w, f32_wino_w, avx2, avx2)                               \
     X(wino_dy, f32_wino_dy, f32_wino_dy, avx2, avx512)                          \
-    X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)
+    X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)                   \
+    X(wino_in16, f32_wino_in16, f32_wino_in16, avx2, avx512)                    \
+    X(wino_dy16, f32_wino_in16, f32_wino_dy16, avx2, avx512)
 #define NCONV_F64_KERNELS(X)                                                    \
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_CONVERT_KERNELS(X)                                                \

@@ -1,4 +1,5 @@
 /* Winograd F(4x4, 3x3) transforms, portable C (contracts in ../kernels.h). */
+#include "../../internal.h"
 #include "../kernels.h"
 
 /* B^T d for one column of six: the input transform of F(4, 3). */
@@ -13,15 +14,32 @@ static void in6(const float *d, int64_t ds, float *v, int64_t vs) {
     v[5 * vs] = 4.0f * d[1 * ds] - 5.0f * d[3 * ds] + d[5 * ds];
 }
 
+/* Channel c of a tile's 36 inputs d transformed into dst. */
+static void in_tile(const float *d, float *dst, int64_t xs, int64_t c, float *poison) {
+    float t[36], v[36];
+    for (int j = 0; j < 6; j++) in6(d + j, 6, t + j, 6);  /* columns */
+    for (int i = 0; i < 6; i++) in6(t + 6 * i, 1, v + 6 * i, 1); /* rows */
+    for (int i = 0; i < 36; i++) dst[i * xs + c] = v[i];
+    const float s = v[0] + v[5] + v[30] + v[35];
+    poison[c % 8] += s - s;
+}
+
 void nconv_f32_wino_in__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
     for (int64_t c = 0; c < n; c++) {
-        float d[36], t[36], v[36];
+        float d[36];
         for (int i = 0; i < 36; i++) d[i] = src[i][c];
-        for (int j = 0; j < 6; j++) in6(d + j, 6, t + j, 6);  /* columns */
-        for (int i = 0; i < 6; i++) in6(t + 6 * i, 1, v + 6 * i, 1); /* rows */
-        for (int i = 0; i < 36; i++) dst[i * xs + c] = v[i];
-        const float s = v[0] + v[5] + v[30] + v[35];
-        poison[c % 8] += s - s;
+        in_tile(d, dst, xs, c, poison);
+    }
+}
+
+static float widen(uint16_t h, int bf16) { return bf16 ? nconv__bf16_to_f32(h) : nconv__f16_to_f32(h); }
+
+void nconv_f32_wino_in16__generic(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                  float *poison) {
+    for (int64_t c = 0; c < n; c++) {
+        float d[36];
+        for (int i = 0; i < 36; i++) d[i] = widen(src[i][c], bf16);
+        in_tile(d, dst, xs, c, poison);
     }
 }
 
@@ -82,15 +100,30 @@ static void dy4(const float *y, int64_t ys, float *z, int64_t zs) {
     z[5 * zs] = y[3 * ys];
 }
 
+/* Channel c of a tile's 16 dy pixels y transformed into dst. */
+static void dy_tile(const float *y, float *dst, int64_t xs, int64_t c, float *poison) {
+    float t[24], z[36];
+    for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);  /* columns: t[6][4] */
+    for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1); /* rows */
+    for (int i = 0; i < 36; i++) dst[i * xs + c] = z[i];
+    const float s = z[7] + z[10] + z[25] + z[28]; /* rows and columns 1 and 4 read all four */
+    poison[c % 8] += s - s;
+}
+
 void nconv_f32_wino_dy__generic(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
     for (int64_t c = 0; c < n; c++) {
-        float y[16], t[24], z[36];
+        float y[16];
         for (int i = 0; i < 16; i++) y[i] = src[i] ? src[i][c] : 0.0f;
-        for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);  /* columns: t[6][4] */
-        for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1); /* rows */
-        for (int i = 0; i < 36; i++) dst[i * xs + c] = z[i];
-        const float s = z[7] + z[10] + z[25] + z[28]; /* rows and columns 1 and 4 read all four */
-        poison[c % 8] += s - s;
+        dy_tile(y, dst, xs, c, poison);
+    }
+}
+
+void nconv_f32_wino_dy16__generic(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                  float *poison) {
+    for (int64_t c = 0; c < n; c++) {
+        float y[16];
+        for (int i = 0; i < 16; i++) y[i] = src[i] ? widen(src[i][c], bf16) : 0.0f;
+        dy_tile(y, dst, xs, c, poison);
     }
 }
 

@@ -32,13 +32,28 @@ static inline void store36(const __m256 *v, float *dst, int64_t xs, int64_t c, _
     *poison = _mm256_add_ps(*poison, _mm256_sub_ps(s, s));
 }
 
-static inline void in_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
-                           __m256 *poison) {
-    __m256 d[36], t[36];
-    for (int i = 0; i < 36; i++) d[i] = full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
+/* Eight 16-bit values at p widened (bf16 != 0: bf16, else f16), or the first nr of them and zeros
+ * (AVX2 has no masked 16-bit loads: a partial vector goes through a buffer). */
+static inline __m256 load16h(const uint16_t *p, int64_t nr, int full, int bf16) {
+    if (full) return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)p), bf16);
+    uint16_t t[8] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)nr);
+    return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)t), bf16);
+}
+
+static inline __attribute__((always_inline)) void in_tile(__m256 *d, int64_t c, __m256i mask, int full, float *dst,
+                                                          int64_t xs, __m256 *poison) {
+    __m256 t[36];
     for (int j = 0; j < 6; j++) in6(d + j, 6, t + j, 6);
     for (int i = 0; i < 6; i++) in6(t + 6 * i, 1, d + 6 * i, 1);
     store36(d, dst, xs, c, mask, full, 0, 5, 30, 35, poison); /* rows and columns 0 and 5 of B^T read all six inputs */
+}
+
+static inline void in_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
+                           __m256 *poison) {
+    __m256 d[36];
+    for (int i = 0; i < 36; i++) d[i] = full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
+    in_tile(d, c, mask, full, dst, xs, poison);
 }
 
 void nconv_f32_wino_in__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
@@ -120,14 +135,20 @@ static inline void dy4(const __m256 *y, int ys, __m256 *z, int zs) {
     z[5 * zs] = y[3 * ys];
 }
 
-static inline void dy_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
-                           __m256 *poison) {
-    __m256 y[16], t[24], z[36];
-    for (int i = 0; i < 16; i++)
-        y[i] = !src[i] ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
+static inline __attribute__((always_inline)) void dy_tile(const __m256 *y, int64_t c, __m256i mask, int full, float *dst,
+                                                          int64_t xs, __m256 *poison) {
+    __m256 t[24], z[36];
     for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);
     for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1);
     store36(z, dst, xs, c, mask, full, 7, 10, 25, 28, poison); /* rows and columns 1 and 4 of A read all four */
+}
+
+static inline void dy_step(const float *const *src, int64_t c, __m256i mask, int full, float *dst, int64_t xs,
+                           __m256 *poison) {
+    __m256 y[16];
+    for (int i = 0; i < 16; i++)
+        y[i] = !src[i] ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(src[i] + c) : _mm256_maskload_ps(src[i] + c, mask);
+    dy_tile(y, c, mask, full, dst, xs, poison);
 }
 
 void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
@@ -137,6 +158,37 @@ void nconv_f32_wino_dy__avx2(int64_t n, const float *const *src, float *dst, int
     for (; c + 8 <= n; c += 8) dy_step(src, c, all, 1, dst, xs, &p);
     if (c < n) dy_step(src, c, nconv__avx2_mask(n - c), 0, dst, xs, &p);
     _mm256_storeu_ps(poison, p);
+}
+
+/* The input (dy 0: 36 pixels) or dy (dy 1: 16 pixels, NULL ones zeros) transform of 16-bit
+ * pixels: each vector widened as it is loaded, then the f32 transform's operations. */
+static inline __attribute__((always_inline)) void step16(const uint16_t *const *src, int64_t c, int64_t nr, int full,
+                                                         int bf16, int dy, float *dst, int64_t xs, __m256 *poison) {
+    __m256 d[36];
+    for (int i = 0; i < (dy ? 16 : 36); i++)
+        d[i] = dy && !src[i] ? _mm256_setzero_ps() : load16h(src[i] + c, nr, full, bf16);
+    const __m256i mask = full ? _mm256_set1_epi32(-1) : nconv__avx2_mask(nr);
+    if (dy) dy_tile(d, c, mask, full, dst, xs, poison);
+    else in_tile(d, c, mask, full, dst, xs, poison);
+}
+
+static inline __attribute__((always_inline)) void run16(int64_t n, const uint16_t *const *src, int bf16, int dy,
+                                                        float *dst, int64_t xs, float *poison) {
+    __m256 p = _mm256_loadu_ps(poison);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) step16(src, c, 8, 1, bf16, dy, dst, xs, &p);
+    if (c < n) step16(src, c, n - c, 0, bf16, dy, dst, xs, &p);
+    _mm256_storeu_ps(poison, p);
+}
+
+void nconv_f32_wino_in16__avx2(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs, float *poison) {
+    if (bf16) run16(n, src, 1, 0, dst, xs, poison);
+    else run16(n, src, 0, 0, dst, xs, poison);
+}
+
+void nconv_f32_wino_dy16__avx2(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs, float *poison) {
+    if (bf16) run16(n, src, 1, 1, dst, xs, poison);
+    else run16(n, src, 0, 1, dst, xs, poison);
 }
 
 static inline void wg6(const __m256 *s, int ss, __m256 *g, int gs) {

@@ -43,13 +43,28 @@ static inline void poison_out(float *poison, __m512 p) {
     _mm256_storeu_ps(poison, _mm256_add_ps(_mm256_loadu_ps(poison), h));
 }
 
-static inline void in_step(const float *const *src, int64_t c, __mmask16 m, int full, float *dst, int64_t xs,
-                           __m512 *poison) {
-    __m512 d[36], t[36];
-    for (int i = 0; i < 36; i++) d[i] = load16(src[i] + c, m, full);
+/* Sixteen 16-bit values at p widened (bf16 != 0: bf16, else f16), or the first nr of them and
+ * zeros (AVX-512F has no masked 16-bit loads: a partial vector goes through a buffer). */
+static inline __m512 load16h(const uint16_t *p, int64_t nr, int full, int bf16) {
+    if (full) return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)p), bf16);
+    uint16_t t[16] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)nr);
+    return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)t), bf16);
+}
+
+static inline __attribute__((always_inline)) void in_tile(__m512 *d, int64_t c, __mmask16 m, int full, float *dst,
+                                                          int64_t xs, __m512 *poison) {
+    __m512 t[36];
     for (int j = 0; j < 6; j++) in6(d + j, 6, t + j, 6);
     for (int i = 0; i < 6; i++) in6(t + 6 * i, 1, d + 6 * i, 1);
     store36(d, dst, xs, c, m, full, 0, 5, 30, 35, poison);
+}
+
+static inline void in_step(const float *const *src, int64_t c, __mmask16 m, int full, float *dst, int64_t xs,
+                           __m512 *poison) {
+    __m512 d[36];
+    for (int i = 0; i < 36; i++) d[i] = load16(src[i] + c, m, full);
+    in_tile(d, c, m, full, dst, xs, poison);
 }
 
 void nconv_f32_wino_in__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
@@ -103,13 +118,19 @@ static inline void dy4(const __m512 *y, int ys, __m512 *z, int zs) {
     z[5 * zs] = y[3 * ys];
 }
 
-static inline void dy_step(const float *const *src, int64_t c, __mmask16 m, int full, float *dst, int64_t xs,
-                           __m512 *poison) {
-    __m512 y[16], t[24], z[36];
-    for (int i = 0; i < 16; i++) y[i] = src[i] ? load16(src[i] + c, m, full) : _mm512_setzero_ps();
+static inline __attribute__((always_inline)) void dy_tile(const __m512 *y, int64_t c, __mmask16 m, int full, float *dst,
+                                                          int64_t xs, __m512 *poison) {
+    __m512 t[24], z[36];
     for (int j = 0; j < 4; j++) dy4(y + j, 4, t + j, 4);
     for (int i = 0; i < 6; i++) dy4(t + 4 * i, 1, z + 6 * i, 1);
     store36(z, dst, xs, c, m, full, 7, 10, 25, 28, poison);
+}
+
+static inline void dy_step(const float *const *src, int64_t c, __mmask16 m, int full, float *dst, int64_t xs,
+                           __m512 *poison) {
+    __m512 y[16];
+    for (int i = 0; i < 16; i++) y[i] = src[i] ? load16(src[i] + c, m, full) : _mm512_setzero_ps();
+    dy_tile(y, c, m, full, dst, xs, poison);
 }
 
 void nconv_f32_wino_dy__avx512(int64_t n, const float *const *src, float *dst, int64_t xs, float *poison) {
@@ -118,4 +139,37 @@ void nconv_f32_wino_dy__avx512(int64_t n, const float *const *src, float *dst, i
     for (; c + 16 <= n; c += 16) dy_step(src, c, 0, 1, dst, xs, &p);
     if (c < n) dy_step(src, c, nconv__avx512_mask(n - c), 0, dst, xs, &p);
     poison_out(poison, p);
+}
+
+/* The input (dy 0: 36 pixels) or dy (dy 1: 16 pixels, NULL ones zeros) transform of 16-bit
+ * pixels: each vector widened as it is loaded, then the f32 transform's operations. */
+static inline __attribute__((always_inline)) void step16(const uint16_t *const *src, int64_t c, int64_t nr, int full,
+                                                         int bf16, int dy, float *dst, int64_t xs, __m512 *poison) {
+    __m512 d[36];
+    for (int i = 0; i < (dy ? 16 : 36); i++)
+        d[i] = dy && !src[i] ? _mm512_setzero_ps() : load16h(src[i] + c, nr, full, bf16);
+    const __mmask16 m = full ? 0 : nconv__avx512_mask(nr);
+    if (dy) dy_tile(d, c, m, full, dst, xs, poison);
+    else in_tile(d, c, m, full, dst, xs, poison);
+}
+
+static inline __attribute__((always_inline)) void run16(int64_t n, const uint16_t *const *src, int bf16, int dy,
+                                                        float *dst, int64_t xs, float *poison) {
+    __m512 p = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) step16(src, c, 16, 1, bf16, dy, dst, xs, &p);
+    if (c < n) step16(src, c, n - c, 0, bf16, dy, dst, xs, &p);
+    poison_out(poison, p);
+}
+
+void nconv_f32_wino_in16__avx512(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                 float *poison) {
+    if (bf16) run16(n, src, 1, 0, dst, xs, poison);
+    else run16(n, src, 0, 0, dst, xs, poison);
+}
+
+void nconv_f32_wino_dy16__avx512(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                 float *poison) {
+    if (bf16) run16(n, src, 1, 1, dst, xs, poison);
+    else run16(n, src, 0, 1, dst, xs, poison);
 }
