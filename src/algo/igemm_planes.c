@@ -164,24 +164,29 @@ static void pack_task(void *arg, int tid, int nthreads) {
     const int64_t Og = c->O / c->G, KS = nconv__core_kernel_spatial(c);
     int64_t u0, u1;
     nconv__split(e->c->G * pc->tiles, tid, nthreads, &u0, &u1);
-    if (!fwd && w->dt == NCONV_F32 && w->stride[1] == 1) {
-        /* bwd_d (1x1), f32 rows of w: each row's run for PACK_TILES tiles at a time, k inside, so
+    if (!fwd && w->stride[1] == 1) {
+        /* bwd_d (1x1), rows of w: each row's run for PACK_TILES tiles at a time, k inside, so
          * that the packed tiles are written as that many sequential streams (a tile at a time,
          * rows a channel apart were each fetched again for every tile; all tiles at once, the
-         * stores to as many streams missed) */
+         * stores to as many streams missed); 16-bit runs widened by one call first */
+        const nconv_convert16_fn wcv = nconv__convert16(pc->k, w->dt);
+        float wide[PACK_TILES * MR];
         for (int64_t u = u0; u < u1;) {
             const int64_t g = u / pc->tiles, tb = u % pc->tiles;
             int64_t te = pc->tiles < tb + (u1 - u) ? pc->tiles : tb + (u1 - u);
             te = te < tb + PACK_TILES ? te : tb + PACK_TILES;
+            const int64_t row0 = tb * MR, row1 = te * MR < pc->rows ? te * MR : pc->rows;
             for (int64_t k = 0; k < pc->red; k++) {
-                const float *src = (const float *)w->data + (g * Og + k) * w->stride[0];
+                const int64_t at = (g * Og + k) * w->stride[0] + row0;
+                const float *src = wcv ? wide : (const float *)w->data + at; /* row row0 */
+                if (wcv) wcv(row1 - row0, (const uint16_t *)w->data + at, wide, 1);
                 for (int64_t t = tb; t < te; t++) {
                     float *d = pc->apack + ((g * pc->tiles + t) * pc->red + k) * MR;
                     const int64_t nr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                     if (nr == MR) {
-                        memcpy(d, src + t * MR, sizeof(float) * MR);
+                        memcpy(d, src + (t - tb) * MR, sizeof(float) * MR);
                     } else {
-                        memcpy(d, src + t * MR, sizeof(float) * (size_t)nr);
+                        memcpy(d, src + (t - tb) * MR, sizeof(float) * (size_t)nr);
                         memset(d + nr, 0, sizeof(float) * (size_t)(MR - nr));
                     }
                 }
