@@ -271,6 +271,9 @@ typedef nconv_f32_wino_dy_t *nconv_f32_wino_dy_fn;
 typedef void nconv_f32_wino_in16_t(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
                                    float *poison);
 typedef nconv_f32_wino_in16_t *nconv_f32_wino_in16_fn;
+typedef void nconv_f32_wino_dy16_t(int64_t n, const uint16_t *const *src, int bf16, float *dst, int64_t xs,
+                                   float *poison);
+typedef nconv_f32_wino_dy16_t *nconv_f32_wino_dy16_fn;
 typedef void nconv_f32_wino_wgrad_t(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 typedef nconv_f32_wino_wgrad_t *nconv_f32_wino_wgrad_fn;
 
@@ -348,7 +351,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(wino_dy, f32_wino_dy, f32_wino_dy, avx2, avx512)                          \
     X(wino_wgrad, f32_wino_wgrad, f32_wino_wgrad, avx2, avx2)                   \
     X(wino_in16, f32_wino_in16, f32_wino_in16, avx2, avx512)                    \
-    X(wino_dy16, f32_wino_in16, f32_wino_dy16, avx2, avx512)
+    X(wino_dy16, f32_wino_dy16, f32_wino_dy16, avx2, avx512)
 #define NCONV_F64_KERNELS(X)                                                    \
     X(f64_gemm, f64_gemm, f64_gemm, avx2, avx512)
 #define NCONV_CONVERT_KERNELS(X)                                                \
