@@ -32,6 +32,15 @@ static inline __m256 nconv__avx2_widen16(__m128i h, int bf16) {
     return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
 }
 
+/* The first n (<= 8) 16-bit values at p widened, zeros past them (AVX2 has no masked 16-bit loads:
+ * a partial row goes through a buffer). */
+static inline __m256 nconv__avx2_load16(const uint16_t *p, int64_t n, int bf16) {
+    if (n == 8) return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)p), bf16);
+    uint16_t t[8] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)t), bf16);
+}
+
 /* Eight f32 lanes narrowed to bf16 (bf16 != 0) or f16 (F16C), round to nearest even. */
 static inline __m128i nconv__avx2_to_16bit(__m256 f, int bf16) {
     return bf16 ? nconv__avx2_to_bf16(f) : _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);

@@ -32,15 +32,6 @@ static inline void store36(const __m256 *v, float *dst, int64_t xs, int64_t c, _
     *poison = _mm256_add_ps(*poison, _mm256_sub_ps(s, s));
 }
 
-/* Eight 16-bit values at p widened (bf16 != 0: bf16, else f16), or the first nr of them and zeros
- * (AVX2 has no masked 16-bit loads: a partial vector goes through a buffer). */
-static inline __m256 load16h(const uint16_t *p, int64_t nr, int full, int bf16) {
-    if (full) return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)p), bf16);
-    uint16_t t[8] = {0};
-    memcpy(t, p, sizeof(uint16_t) * (size_t)nr);
-    return nconv__avx2_widen16(_mm_loadu_si128((const __m128i *)t), bf16);
-}
-
 static inline __attribute__((always_inline)) void in_tile(__m256 *d, int64_t c, __m256i mask, int full, float *dst,
                                                           int64_t xs, __m256 *poison) {
     __m256 t[36];
@@ -166,7 +157,7 @@ static inline __attribute__((always_inline)) void step16(const uint16_t *const *
                                                          int bf16, int dy, float *dst, int64_t xs, __m256 *poison) {
     __m256 d[36];
     for (int i = 0; i < (dy ? 16 : 36); i++)
-        d[i] = dy && !src[i] ? _mm256_setzero_ps() : load16h(src[i] + c, nr, full, bf16);
+        d[i] = dy && !src[i] ? _mm256_setzero_ps() : nconv__avx2_load16(src[i] + c, nr, bf16);
     const __m256i mask = full ? _mm256_set1_epi32(-1) : nconv__avx2_mask(nr);
     if (dy) dy_tile(d, c, mask, full, dst, xs, poison);
     else in_tile(d, c, mask, full, dst, xs, poison);

@@ -24,17 +24,7 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
     __m256 r[8];
     if (to_f32) {
         const uint16_t *s = src;
-        for (int i = 0; i < 8; i++) {
-            __m128i h = _mm_setzero_si128();
-            if (i < nr && nc == 8) {
-                h = _mm_loadu_si128((const __m128i *)(s + i * lds));
-            } else if (i < nr) {
-                uint16_t t[8] = {0};
-                memcpy(t, s + i * lds, sizeof(uint16_t) * (size_t)nc);
-                h = _mm_loadu_si128((const __m128i *)t);
-            }
-            r[i] = nconv__avx2_widen16(h, bf16);
-        }
+        for (int i = 0; i < 8; i++) r[i] = i < nr ? nconv__avx2_load16(s + i * lds, nc, bf16) : _mm256_setzero_ps();
         nconv__avx2_transpose_8x8(r);
         nconv__avx2_store_8x8(dst, ldd, nr, nc, r);
         return;

@@ -60,6 +60,15 @@ static inline __m512 nconv__avx512_widen16(__m256i h, int bf16) {
     return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
 }
 
+/* The first n (<= 16) 16-bit values at p widened, zeros past them (AVX-512F has no masked 16-bit
+ * loads: a partial row goes through a buffer). */
+static inline __m512 nconv__avx512_load16(const uint16_t *p, int64_t n, int bf16) {
+    if (n == 16) return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)p), bf16);
+    uint16_t t[16] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)t), bf16);
+}
+
 /* A row of 16 f32 lanes narrowed (to bf16 when bf16 != 0, else f16) into c, columns j < nc
  * (AVX-512F has no masked 16-bit stores: a partial row goes through a buffer). */
 static inline void nconv__avx512_store16(uint16_t *c, int64_t nc, __m512 v, int bf16) {

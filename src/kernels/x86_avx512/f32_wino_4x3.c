@@ -43,15 +43,6 @@ static inline void poison_out(float *poison, __m512 p) {
     _mm256_storeu_ps(poison, _mm256_add_ps(_mm256_loadu_ps(poison), h));
 }
 
-/* Sixteen 16-bit values at p widened (bf16 != 0: bf16, else f16), or the first nr of them and
- * zeros (AVX-512F has no masked 16-bit loads: a partial vector goes through a buffer). */
-static inline __m512 load16h(const uint16_t *p, int64_t nr, int full, int bf16) {
-    if (full) return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)p), bf16);
-    uint16_t t[16] = {0};
-    memcpy(t, p, sizeof(uint16_t) * (size_t)nr);
-    return nconv__avx512_widen16(_mm256_loadu_si256((const __m256i *)t), bf16);
-}
-
 static inline __attribute__((always_inline)) void in_tile(__m512 *d, int64_t c, __mmask16 m, int full, float *dst,
                                                           int64_t xs, __m512 *poison) {
     __m512 t[36];
@@ -147,7 +138,7 @@ static inline __attribute__((always_inline)) void step16(const uint16_t *const *
                                                          int bf16, int dy, float *dst, int64_t xs, __m512 *poison) {
     __m512 d[36];
     for (int i = 0; i < (dy ? 16 : 36); i++)
-        d[i] = dy && !src[i] ? _mm512_setzero_ps() : load16h(src[i] + c, nr, full, bf16);
+        d[i] = dy && !src[i] ? _mm512_setzero_ps() : nconv__avx512_load16(src[i] + c, nr, bf16);
     const __mmask16 m = full ? 0 : nconv__avx512_mask(nr);
     if (dy) dy_tile(d, c, m, full, dst, xs, poison);
     else in_tile(d, c, m, full, dst, xs, poison);

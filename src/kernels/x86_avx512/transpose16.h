@@ -23,17 +23,7 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
     if (to_f32) {
         const uint16_t *s = src;
 #pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) {
-            __m256i h = _mm256_setzero_si256();
-            if (i < nr && nc == 16) {
-                h = _mm256_loadu_si256((const __m256i *)(s + i * lds));
-            } else if (i < nr) {
-                uint16_t t[16] = {0};
-                memcpy(t, s + i * lds, sizeof(uint16_t) * (size_t)nc);
-                h = _mm256_loadu_si256((const __m256i *)t);
-            }
-            r[i] = nconv__avx512_widen16(h, bf16);
-        }
+        for (int i = 0; i < 16; i++) r[i] = i < nr ? nconv__avx512_load16(s + i * lds, nc, bf16) : _mm512_setzero_ps();
         nconv__avx512_transpose_16x16(r);
         nconv__avx512_store_16x16(dst, ldd, nr, nc, r);
         return;
