@@ -27,6 +27,20 @@ static inline __m128i nconv__avx2_to_bf16(__m256 f) {
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
 }
 
+/* Sixteen f32 lanes (lo, then hi) narrowed to bf16, the bits of nconv__avx2_to_bf16 on each half.
+ * Rows without NaN, nearly all of them, take the rounding alone, two halves to one pack. */
+static inline __m256i nconv__avx2_to_bf16x2(__m256 lo, __m256 hi) {
+    if (__builtin_expect(_mm256_movemask_ps(_mm256_cmp_ps(lo, hi, _CMP_UNORD_Q)) != 0, 0))
+        return _mm256_setr_m128i(nconv__avx2_to_bf16(lo), nconv__avx2_to_bf16(hi));
+    const __m256i x = _mm256_castps_si256(lo), y = _mm256_castps_si256(hi);
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    const __m256i rx = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(x, half), _mm256_and_si256(_mm256_srli_epi32(x, 16), one)), 16);
+    const __m256i ry = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(y, half), _mm256_and_si256(_mm256_srli_epi32(y, 16), one)), 16);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(rx, ry), 0xd8);
+}
+
 /* Eight 16-bit values widened exactly: bf16 (bf16 != 0) by a shift into the top half, f16 by F16C. */
 static inline __m256 nconv__avx2_widen16(__m128i h, int bf16) {
     return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
@@ -49,13 +63,15 @@ static inline __m128i nconv__avx2_to_16bit(__m256 f, int bf16) {
 /* A row of 16 f32 lanes, as two halves of 8, narrowed (to bf16 when bf16 != 0, else f16) into c,
  * columns j < nc. */
 static inline void nconv__avx2_store16(uint16_t *c, int64_t nc, __m256 lo, __m256 hi, int bf16) {
-    const __m128i l = nconv__avx2_to_16bit(lo, bf16), h = nconv__avx2_to_16bit(hi, bf16);
+    const __m256i v = bf16 ? nconv__avx2_to_bf16x2(lo, hi)
+                           : _mm256_setr_m128i(_mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT),
+                                               _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
     if (nc == 16) {
-        _mm_storeu_si128((__m128i *)c, l), _mm_storeu_si128((__m128i *)(c + 8), h);
+        _mm256_storeu_si256((__m256i *)c, v);
         return;
     }
     uint16_t t[16];
-    _mm_storeu_si128((__m128i *)t, l), _mm_storeu_si128((__m128i *)(t + 8), h);
+    _mm256_storeu_si256((__m256i *)t, v);
     memcpy(c, t, sizeof(uint16_t) * (size_t)nc);
 }
 

@@ -18,6 +18,17 @@
 
 enum { TB = 32 };
 
+/* The first n (<= 8) of eight 16-bit values into d (a partial row through a buffer). */
+NCONV_INLINE void row16(uint16_t *d, __m128i h, int64_t n) {
+    if (n == 8) {
+        _mm_storeu_si128((__m128i *)d, h);
+        return;
+    }
+    uint16_t t[8];
+    _mm_storeu_si128((__m128i *)t, h);
+    memcpy(d, t, sizeof(uint16_t) * (size_t)n);
+}
+
 /* Rows i < nr, columns j < nc of a tile (8 and 8: a whole one). */
 NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, int64_t nr, int64_t nc, int to_f32,
                          int bf16) {
@@ -32,15 +43,18 @@ NCONV_INLINE void tile16(const void *src, int64_t lds, void *dst, int64_t ldd, i
     nconv__avx2_load_8x8(src, lds, nr, nc, r);
     nconv__avx2_transpose_8x8(r);
     uint16_t *d = dst;
-    for (int j = 0; j < nc; j++) {
-        const __m128i h = nconv__avx2_to_16bit(r[j], bf16);
-        if (nr == 8) {
-            _mm_storeu_si128((__m128i *)(d + j * ldd), h);
+    for (int j = 0; j < nc; j += 2) { /* rows j and j + 1, for bf16 narrowed by one pack */
+        const int two = j + 1 < nc;
+        __m128i h0, h1 = _mm_setzero_si128();
+        if (bf16 && two) {
+            const __m256i v = nconv__avx2_to_bf16x2(r[j], r[j + 1]);
+            h0 = _mm256_castsi256_si128(v), h1 = _mm256_extracti128_si256(v, 1);
         } else {
-            uint16_t t[8];
-            _mm_storeu_si128((__m128i *)t, h);
-            memcpy(d + j * ldd, t, sizeof(uint16_t) * (size_t)nr);
+            h0 = nconv__avx2_to_16bit(r[j], bf16);
+            if (two) h1 = nconv__avx2_to_16bit(r[j + 1], bf16);
         }
+        row16(d + j * ldd, h0, nr);
+        if (two) row16(d + (j + 1) * ldd, h1, nr);
     }
 }
 
