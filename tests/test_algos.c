@@ -10,7 +10,9 @@
 #include "../src/internal.h" /* element load/store */
 #include "../src/kernels/kernels.h" /* the kernel table: whether it has bf16 pairs */
 
-enum { LAYOUT_NCX, LAYOUT_NXC, LAYOUT_STRIDED };
+/* LAYOUT_STRIDED: NCX strides doubled; LAYOUT_SPARSE: times five (runs past the buffers that
+ * widen 16-bit runs whole). */
+enum { LAYOUT_NCX, LAYOUT_NXC, LAYOUT_STRIDED, LAYOUT_SPARSE };
 
 typedef struct tensor {
     nconv_tensor t;
@@ -27,7 +29,7 @@ static void tensor_make(tensor *a, int rank, const int64_t *shape, nconv_dtype d
     memcpy(a->shape, shape, sizeof(int64_t) * (size_t)rank);
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) numel *= shape[i];
-    const int spread = layout == LAYOUT_STRIDED ? 2 : 1;
+    const int spread = layout == LAYOUT_STRIDED ? 2 : layout == LAYOUT_SPARSE ? 5 : 1;
     a->bytes = nconv_dtype_size(dt) * (size_t)(numel * spread + 1);
     a->buf = malloc(a->bytes);
     for (size_t i = 0; i < a->bytes / nconv_dtype_size(dt); i++) nconv__store1(a->buf, dt, (int64_t)i, NAN);
@@ -384,22 +386,23 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
     p->pad_begin[0] = p->pad_begin[1] = p->pad_end[0] = p->pad_end[1] = 1;
 }
 
-/* Winograd's weight transform on 16-bit weights, which it widens a run at a time: in OIHW
- * (ncx) a row's or column's run is a few hundred elements, widened whole; in OHWI (nxc) with
- * 600 input channels the forward's column run spans 8 x 600 + 128 elements and the backward's
- * row run 8 x 600 + 16, past the widening buffer (4 x 128 x 9), so those are read element by
- * element. With 600 input channels backward-weights takes its 200 output channels in three
- * chunks (72 each), reading 16-bit channels-last dy from each chunk's first channel. All three
- * directions against the reference, 1 and 3 threads bitwise. */
+/* Winograd's weight transform on 16-bit weights, 600 input channels, 200 output channels: in
+ * OIHW (ncx) a row's or column's run is a few hundred elements, widened whole; in OHWI (nxc) the
+ * forward widens a column's run tap by tap (the whole span would be 8 x 600 + 128 elements, most
+ * of them other columns') and the backward widens each tap's run of a row straight into the tap
+ * rows; with NCX strides times five the forward's column run spans 127 x 45 + 40 elements, past
+ * the widening buffer (4 x 128 x 9), so it is read element by element. Backward-weights takes
+ * the 200 output channels in three chunks (72 each), reading 16-bit channels-last dy from each
+ * chunk's first channel. All three directions against the reference, 1 and 3 threads bitwise. */
 static void test_winograd_weights16(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "winograd", &ref, &ctx);
     uint64_t rng = 91;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         nconv_problem p;
         same_3x3(&p, 1, 600, 200, 5, 6);
-        p.dtype = i / 2 ? NCONV_BF16 : NCONV_F16;
-        const int layout = i % 2 ? LAYOUT_NXC : LAYOUT_NCX;
+        p.dtype = i % 2 ? NCONV_BF16 : NCONV_F16;
+        const int layout = i < 2 ? LAYOUT_NCX : i < 4 ? LAYOUT_NXC : LAYOUT_SPARSE;
         char desc[512] = "";
         nconv_problem_to_desc(&p, desc, sizeof desc);
         operands r, a, b;

@@ -187,17 +187,26 @@ static inline void gather9(const float *src, const int64_t *toff, float *dst) {
     for (int t = 0; t < 9; t++) dst[t * NR] = src[toff[t]];
 }
 
-/* The 16-bit weights at base + i * step + toff[t] (i < n, t < 9) widened as one run into wide,
- * when their span fits it (the runs the f32 loops read are dense but for the taps' gaps):
- * returns the f32 pointer standing for base + tlo (toff's least), or NULL, when the span does
- * not fit, to read them element by element. */
-static const float *widen_run(const wt_ctx *wc, int64_t base, int64_t step, int64_t n, int64_t tlo, int64_t thi,
-                              float *wide) {
-    const int64_t reach = (n - 1) * step, lo = base + (reach < 0 ? reach : 0) + tlo,
-                  hi = base + (reach > 0 ? reach : 0) + thi;
-    if (hi - lo + 1 > WIDE_W) return NULL;
-    nconv__convert16(wc->k, wc->w->dt)(hi - lo + 1, (const uint16_t *)wc->w->data + lo, wide, 1);
-    return wide + (base + tlo - lo);
+/* The 16-bit weights at base + i * step + toff[t] (i < n, t < 9) widened into wide: as one run
+ * from the first tap's first weight to the last tap's last where that span is the shorter (taps
+ * next to each other, OIHW), else tap by tap (channels-last weights, whose taps lie a row of
+ * channels apart, the span mostly weights of other rows). Returns p, with weight (i, t) at
+ * p[rel[t] + i * step], or NULL when they do not fit, to read them element by element. */
+static const float *widen_run(const wt_ctx *wc, int64_t base, int64_t step, int64_t n, const int64_t *toff,
+                              int64_t tlo, int64_t thi, float *wide, int64_t *rel) {
+    const nconv_convert16_fn cv = nconv__convert16(wc->k, wc->w->dt);
+    const uint16_t *const w16 = wc->w->data;
+    const int64_t reach = (n - 1) * step, first = reach < 0 ? reach : 0, len = (reach < 0 ? -reach : reach) + 1;
+    const int64_t lo = base + first + tlo, span = base + (reach > 0 ? reach : 0) + thi - lo + 1;
+    if (span <= 9 * len) {
+        if (span > WIDE_W) return NULL;
+        cv(span, w16 + lo, wide, 1);
+        for (int t = 0; t < 9; t++) rel[t] = toff[t] - tlo;
+        return wide + (base + tlo - lo);
+    }
+    if (9 * len > WIDE_W) return NULL;
+    for (int t = 0; t < 9; t++) cv(len, w16 + base + toff[t] + first, wide + t * len, 1), rel[t] = t * len;
+    return wide - first;
 }
 
 /* Row r = (panel p, depth tap kd, reduction channel k) of U: the weights of
@@ -213,13 +222,12 @@ static void wt_task(void *arg, int tid, int nthreads) {
     const int64_t left = nconv__div_up(g->cols, NR) - wc->p0, panels = left < g->cpanels ? left : g->cpanels;
     const int64_t rows = panels * g->KD * g->K, xs = g->cpanels * g->KD * g->K * NR;
     const int64_t sj = wc->bwd ? w->stride[1] : w->stride[0], sk = wc->bwd ? w->stride[0] : w->stride[1];
-    int64_t toff[9], tlo = INT64_MAX, thi = INT64_MIN, trel[9];
+    int64_t toff[9], tlo = INT64_MAX, thi = INT64_MIN;
     for (int64_t t = 0; t < 9; t++) { /* bwd_d reads the taps flipped */
         toff[t] = wc->bwd ? (2 - t / 3) * w->stride[3] + (2 - t % 3) * w->stride[4]
                           : (t / 3) * w->stride[3] + (t % 3) * w->stride[4];
         tlo = toff[t] < tlo ? toff[t] : tlo, thi = toff[t] > thi ? toff[t] : thi;
     }
-    for (int64_t t = 0; t < 9; t++) trel[t] = toff[t] - tlo;
     int64_t r0, r1;
     nconv__split(rows, tid, nthreads, &r0, &r1);
     float(*tap)[9 * NR] = (float(*)[9 * NR])(wc->scratch + (size_t)tid * wc->scratch_stride), poison[NR] = {0};
@@ -232,7 +240,23 @@ static void wt_task(void *arg, int tid, int nthreads) {
         const int64_t kb = g->K - k < KB ? (g->K - k < r1 - r ? g->K - k : r1 - r) : (KB < r1 - r ? KB : r1 - r);
         const int64_t base = k * sk + (wc->bwd ? g->KD - 1 - kd : kd) * w->stride[2];
         const int64_t nl = g->cols - (wc->p0 + p) * NR < NR ? g->cols - (wc->p0 + p) * NR : NR; /* real columns */
-        if (w->dt == NCONV_F32) {
+        if (sj == 1 && sk >= NR) {
+            /* Each tap's columns one run (channels-last weights in bwd_d): the runs copied (or
+             * widened) into the tap rows as they lie, a later row's nine runs asked for first
+             * (rows are kilobytes apart, the taps of a row too). */
+            const int64_t es = (int64_t)nconv_dtype_size(w->dt), off = base + (wc->p0 + p) * NR;
+            for (int64_t q = 0; q < kb; q++) {
+                for (int64_t t = 0; q + PF_ROWS < kb && t < 9; t++) {
+                    const char *later = (const char *)w->data + (off + (q + PF_ROWS) * sk + toff[t]) * es;
+                    __builtin_prefetch(later), __builtin_prefetch(later + nl * es - 1);
+                }
+                for (int64_t t = 0; t < 9; t++) {
+                    const int64_t at = off + q * sk + toff[t];
+                    if (w->dt == NCONV_F32) memcpy(&tap[q][t * NR], (const float *)w->data + at, sizeof(float) * (size_t)nl);
+                    else nconv__convert16(wc->k, w->dt)(nl, (const uint16_t *)w->data + at, &tap[q][t * NR], 1);
+                }
+            }
+        } else if (w->dt == NCONV_F32) {
             const float *wf = (const float *)w->data + base + (wc->p0 + p) * NR * sj;
             if (sj < sk) {
                 /* Columns closer in memory than rows (bwd_d of OIHW: a row's 16 columns x 9 taps
@@ -260,10 +284,11 @@ static void wt_task(void *arg, int tid, int nthreads) {
                     const char *later = (const char *)((const uint16_t *)w->data + off + (a + PF_ROWS16) * sk + tlo);
                     for (int64_t b = 0; b < NR * 9 * (int64_t)sizeof(uint16_t); b += 64) __builtin_prefetch(later + b);
                 }
-                const float *run = widen_run(wc, off + a * sa, sb, nb, tlo, thi, wide);
+                int64_t rel[9];
+                const float *run = widen_run(wc, off + a * sa, sb, nb, toff, tlo, thi, wide, rel);
                 for (int64_t b = 0; b < nb; b++) {
                     float *dst = rows_first ? &tap[a][b] : &tap[b][a];
-                    if (run) gather9(run + b * sb, trel, dst);
+                    if (run) gather9(run + b * sb, rel, dst);
                     else
                         for (int64_t t = 0; t < 9; t++)
                             dst[t * NR] = nconv__load_f32(w->data, w->dt, off + a * sa + b * sb + toff[t]);
