@@ -390,7 +390,7 @@ static void same_3x3(nconv_problem *p, int64_t n, int64_t c, int64_t o, int64_t 
  * OIHW (ncx) a row's or column's run is a few hundred elements, widened whole; in OHWI (nxc) the
  * forward widens a column's run tap by tap (the whole span would be 8 x 600 + 128 elements, most
  * of them other columns') and the backward widens each tap's run of a row straight into the tap
- * rows; with NCX strides times five the forward's column run spans 127 x 45 + 40 elements, past
+ * rows; with NCX strides times five the forward's column run spans 127 x 45 + 41 elements, past
  * the widening buffer (4 x 128 x 9), so it is read element by element. Backward-weights takes
  * the 200 output channels in three chunks (72 each), reading 16-bit channels-last dy from each
  * chunk's first channel. All three directions against the reference, 1 and 3 threads bitwise. */

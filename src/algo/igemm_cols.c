@@ -80,9 +80,8 @@ static void cols_task(void *arg, int tid, int nthreads) {
             cc->cv(mr * O, cc->dy16 + (cc->m0 + r0) * O, wide, 1);
             /* The next tile's rows fetched while this one's GEMM runs, or the widening waits on
              * each of their misses in turn (f32 rows are read by the GEMM, which overlaps them). */
-            const char *next = (const char *)(cc->dy16 + (cc->m0 + r0 + mr) * O);
             for (int64_t b = 0; tile + 1 < t1 && b < (int64_t)sizeof(uint16_t) * MR * O; b += 64)
-                __builtin_prefetch(next + b);
+                __builtin_prefetch((const char *)(cc->dy16 + (cc->m0 + r0 + MR) * O) + b);
         }
         for (int64_t r = 0; r < MR; r++)
             a[r] = cc->dy16 ? wide + (r < mr ? r : 0) * O : cc->dy + (cc->m0 + r0 + (r < mr ? r : 0)) * O;
