@@ -723,6 +723,8 @@ static void test_planes(void) {
         {1, 2, 34, 2, 300, 5, 3, 4, 2, 0, 1}, {2, 2, 16, 1, 20, 3, 1, 1, 1, 0, 2},  {2, 4, 48, 1, 21, 3, 2, 2, 2, 0, 3},
         {3, 2, 20, 1, 7, 3, 1, 1, 1, 0, 0},   {2, 3, 24, 1, 32, 4, 4, 0, 1, 0, 0},  {2, 3, 16, 1, 30, 3, 2, 5, 1, 0, 0},
         {2, 3, 32, 1, 37, 3, 2, 1, 1, 0, 2},  {2, 24, 20, 2, 40, 1, 1, 0, 1, 0, 0}, /* bwd_w in 6 pixel chunks */
+        /* output rows of whole tiles (32 pixels): units of whole rows; an odd first column at stride 2 */
+        {2, 3, 16, 1, 63, 3, 2, 1, 1, 0, 1},
         {2, 16, 2100, 1, 6, 1, 1, 0, 1, 0, 0}, /* 16-bit: units of one tile (rows of 2100 channels) */
         /* outputs 2-9x the inputs: units of up to 128 tiles (2 per plane with 16-bit rows, and
          * in the gather) */

@@ -72,6 +72,10 @@ static int64_t unit_tiles(const nconv_core *c, int64_t rows, int64_t red) {
     int64_t pt = B_FLOATS / (kb * NR);
     if (pt > cap) pt = cap;
     if (c->dt != NCONV_F32 && pt * NR * rows > O_FLOATS) pt = O_FLOATS / (NR * rows);
+    /* a gather's unit of whole output rows when rows are whole tiles: every row segment then
+     * fills its tiles, none is a short remnant paying a segment's setup for a tile or two */
+    const int64_t row_tiles = c->out[2] / NR;
+    if (!is_1x1(c) && c->out[2] % NR == 0 && pt >= row_tiles) pt -= pt % row_tiles;
     return pt < 1 ? 1 : pt;
 }
 
@@ -250,6 +254,14 @@ static int64_t row_floats(const nconv_core *c) {
     return 2 * (reach + c->s[2]);
 }
 
+/* even[i] = x[2 * i], odd[i] = x[2 * i + 1], i < n (three disjoint runs: the loop vectorizes). */
+static void deinterleave2(int64_t n, const float *restrict x, float *restrict even, float *restrict odd) {
+    for (int64_t i = 0; i < n; i++) {
+        even[i] = x[2 * i];
+        odd[i] = x[2 * i + 1];
+    }
+}
+
 /* B rows k0 .. k0 + kc of the unit's output pixels [q0, q1), tiles of NR from q0:
  *   b[(p - q0) / NR][k - k0][(p - q0) % NR] = x[ci][pix(p, t)], k = ci * KS + t,
  * zero outside x (or the padding mode's element) and past q1. Along an output row, tap t's pixels
@@ -273,24 +285,38 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, nconv_convert1
             const float *ph = rowbuf;
             if (id >= 0 && ih >= 0) {
                 const int64_t row = xg + ci * x->stride[1] + id * x->stride[2] + ih * x->stride[3];
-                float *xp = s == 1 ? rowbuf : rowbuf + s * plen; /* xp[j]: column base + j */
                 /* columns [lo, hi) lie in x; the others are padding */
                 const int64_t lo = base >= 0 ? 0 : -base < len ? -base : len;
                 const int64_t hi = IW - base < lo ? lo : IW - base < len ? IW - base : len;
-                if (hi > lo) read_run(x, cv, row + base + lo, hi - lo, xp + lo);
-                for (int64_t j = lo > 0 ? 0 : hi; j < len; j = j + 1 == lo ? hi : j + 1) {
-                    const int64_t m = nconv__map_index(base + j, IW, c->mode);
-                    xp[j] = m < 0 ? 0.0f : nconv__load_f32(x->data, x->dt, row + m);
-                }
-                if (s == 2) {
-                    for (int64_t i = 0; i < len / 2; i++) {
-                        rowbuf[i] = xp[2 * i];
-                        rowbuf[plen + i] = xp[2 * i + 1];
+                if (s == 2 && !cv) {
+                    /* f32 at stride 2: the two phases read straight from x (no copy of the row
+                     * first); the columns outside [a, e), the padding and a column left over at
+                     * an odd edge, one by one */
+                    const float *xr = (const float *)x->data + row + base;
+                    /* the next output row's source row: the hardware prefetcher does not follow
+                     * a segment's many rows (the loads below waited on memory) */
+                    if (ih + c->s[1] < c->in[1])
+                        for (int64_t j = lo; j < hi; j += 16) __builtin_prefetch(xr + c->s[1] * x->stride[3] + j);
+                    const int64_t a = lo + (lo & 1), n2 = hi > a ? (hi - a) / 2 : 0, e = a + 2 * n2;
+                    deinterleave2(n2, xr + a, rowbuf + a / 2, rowbuf + plen + a / 2);
+                    for (int64_t j = a > 0 ? 0 : e; j < len; j = j + 1 == a ? e : j + 1) {
+                        const int64_t m = j >= lo && j < hi ? base + j : nconv__map_index(base + j, IW, c->mode);
+                        rowbuf[(j % 2) * plen + j / 2] = m < 0 ? 0.0f : ((const float *)x->data)[row + m];
                     }
-                    if (len % 2) rowbuf[len / 2] = xp[len - 1];
-                } else if (s > 2) {
-                    for (int64_t f = 0; f < s; f++)
-                        for (int64_t i = 0; i * s + f < len; i++) rowbuf[f * plen + i] = xp[i * s + f];
+                } else {
+                    float *xp = s == 1 ? rowbuf : rowbuf + s * plen; /* xp[j]: column base + j */
+                    if (hi > lo) read_run(x, cv, row + base + lo, hi - lo, xp + lo);
+                    for (int64_t j = lo > 0 ? 0 : hi; j < len; j = j + 1 == lo ? hi : j + 1) {
+                        const int64_t m = nconv__map_index(base + j, IW, c->mode);
+                        xp[j] = m < 0 ? 0.0f : nconv__load_f32(x->data, x->dt, row + m);
+                    }
+                    if (s == 2) {
+                        deinterleave2(len / 2, xp, rowbuf, rowbuf + plen);
+                        if (len % 2) rowbuf[len / 2] = xp[len - 1];
+                    } else if (s > 2) {
+                        for (int64_t f = 0; f < s; f++)
+                            for (int64_t i = 0; i * s + f < len; i++) rowbuf[f * plen + i] = xp[i * s + f];
+                    }
                 }
             }
             for (int64_t t2 = 0; t2 < KW; t2++) {
