@@ -3,9 +3,9 @@
  * NCONV_GEMM_KERNELS in kernels.h) of every ISA this CPU runs, on
  * cache-resident operands, against the measured FMA peak (nconv bench's
  * register-only loop, tools/nconv/peak.c, as wide as the ISA's vectors: 16
- * lanes for AVX-512, 8 otherwise). The all-panels (np) kernels run on two
- * column panels (6 x 32, or 7 x 32), the form the framework calls wherever a
- * tile meets two panels. Usage: kernel_bench [kc]
+ * lanes for AVX-512, 8 otherwise). The all-panels (np, rows) kernels run on
+ * two column panels (6 x 32, or 7 x 32), the form the framework calls wherever
+ * a tile meets two panels. Usage: kernel_bench [kc]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +39,10 @@ static void call_f32_igemm(nconv_f32_igemm_fn f, const operands *o, int64_t mr) 
 static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow, o->init, 0);
 }
+/* rows: one tile of mr rows, A's rows kc apart, C's two panels wide. */
+static void call_f32_igemm_rows(nconv_f32_igemm_rows_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, o->a, o->kc, o->w, 16, o->c, 2 * NCONV_NR, o->init, 0);
+}
 static void call_f32_igemm_np16(nconv_f32_igemm_np16_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow16, o->init, NCONV_IGEMM_BF16);
 }
@@ -66,8 +70,10 @@ static void call_f32_gemm_np(nconv_f32_gemm_np_fn f, const operands *o, int64_t 
     f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->w, 16, o->c, 2 * NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
 }
 
-/* The panels a call of slot `slot` computes (np kernels: two). */
-static int64_t panels_of(const char *slot) { return strstr(slot, "_np") || strstr(slot, "planes") ? 2 : 1; }
+/* The panels a call of slot `slot` computes (np, rows and planes kernels: two). */
+static int64_t panels_of(const char *slot) {
+    return strstr(slot, "_np") || strstr(slot, "planes") || strstr(slot, "rows") ? 2 : 1;
+}
 
 /* The best GFLOP/s of 5 timed trials of reps calls. */
 #define TIME_KERNEL(slot, type, function, avx2, avx512)                                                        \

@@ -641,17 +641,23 @@ static void test_bias_lanes(void) {
 }
 
 /* igemm on channels-last 1x1 convolutions with stride 1 and no padding
- * (row pointers straight from the pixel index): input and output channels
- * differ (a swapped row pitch shows), groups (each group's channel offset),
- * 1-3D, transposed, with bias, against the reference; the same bits for 1
- * and 3 threads. */
+ * (rows straight from the pixel index): input and output channels differ (a
+ * swapped row pitch shows), groups (each group's channel offset), 1-3D,
+ * transposed, pixels in partial tiles and in several row blocks, every
+ * epilogue, against the reference; the same bits for 1 and 3 threads.
+ * NCONV_VERBOSE names the path of rows lda and ldc apart (igemm_rows) where
+ * the core direction's source has fewer than 256 channels (more: row
+ * pointers, whose next tile is fetched ahead). */
+static void run_epi_1_3(nconv_context *ref, nconv_context *ctx, const nconv_problem *p, int layout, int epi,
+                        uint64_t *rng, operands *r, operands *a, operands *b, char *text, size_t cap);
 static void test_pointwise(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 91;
     /* ndims, C, O, G, spatial size, transposed */
-    const int64_t cases[][6] = {{2, 24, 40, 1, 7, 0}, {2, 48, 32, 2, 5, 0}, {1, 64, 20, 4, 31, 0},
-                                {3, 16, 40, 2, 3, 0}, {2, 40, 24, 1, 6, 1}, {2, 32, 64, 4, 4, 1}};
+    const int64_t cases[][6] = {{2, 24, 40, 1, 7, 0}, {2, 48, 32, 2, 5, 0},  {1, 64, 20, 4, 31, 0},
+                                {3, 16, 40, 2, 3, 0}, {2, 40, 24, 1, 6, 1},  {2, 32, 64, 4, 4, 1},
+                                {2, 16, 32, 1, 45, 0}, {2, 300, 24, 1, 9, 0}, {1, 8, 17, 1, 1000, 0}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         nconv_problem p;
         nconv_problem_init(&p, (int)cases[i][0]);
@@ -659,19 +665,30 @@ static void test_pointwise(void) {
         p.transposed = (int)cases[i][5];
         for (int d = 0; d < p.ndims; d++) p.in_size[d] = cases[i][4] + d, p.kernel[d] = 1;
         CHECK(nconv_problem_validate(&p) == NCONV_OK, "pointwise case %d: %s", i, nconv_last_error());
-        operands r, a, b;
-        operands_make3(&r, &a, &b, &p, LAYOUT_NXC, &rng);
-        r.has_b = a.has_b = b.has_b = 1;
-        r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
-        run_ref_1_3(ref, ctx, &p, &r, &a, &b);
-        const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
-                     ew = rel_err(&a.dw, &r.dw, NCONV_F32), eb = rel_err(&a.db, &r.db, NCONV_F32);
-        CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5 && eb <= 1e-5,
-              "pointwise case %d: y err %g, dx err %g, dw err %g, db err %g", i, ey, ex, ew, eb);
-        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
-                  !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
-              "pointwise case %d: results differ between 1 and 3 threads", i);
-        operands_free(&r), operands_free(&a), operands_free(&b);
+        /* the core's source channels: x's for fwd, y's for bwd_d (swapped when transposed) */
+        const int64_t core_c = p.transposed ? p.out_channels : p.in_channels;
+        const int64_t core_o = p.transposed ? p.in_channels : p.out_channels;
+        for (int epi = 0; epi < 4; epi++) {
+            operands r, a, b;
+            char text[1 << 15] = "";
+            run_epi_1_3(ref, ctx, &p, LAYOUT_NXC, epi, &rng, &r, &a, &b, text, sizeof text);
+            const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
+            const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=pointwise rows") != NULL;
+            CHECK(fwd == (core_c < 256) && bwd_d == (core_o < 256),
+                  "pointwise case %d epi %d: pointwise rows ran fwd %d bwd_d %d: %s", i, epi, fwd, bwd_d, text);
+            const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
+                         ew = rel_err(&a.dw, &r.dw, NCONV_F32);
+            CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "pointwise case %d epi %d: y err %g, dx err %g, dw err %g",
+                  i, epi, ey, ex, ew);
+            if (r.has_b) {
+                const double eb = rel_err(&a.db, &r.db, NCONV_F32);
+                CHECK(eb <= 1e-5, "pointwise case %d epi %d: db err %g", i, epi, eb);
+            }
+            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                      !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
+                  "pointwise case %d epi %d: results differ between 1 and 3 threads", i, epi);
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
     }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);

@@ -6,7 +6,8 @@
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
- *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), gemm_ib7_np against f64 sums,
+ *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), igemm_rows against
+ *   igemm_np's tiles (sweep_igemm_rows), gemm_ib7_np against f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
  * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels,
@@ -23,6 +24,9 @@
 #include "../src/internal.h" /* the f64 GEMM around the f64 kernels */
 
 #include <stddef.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h> /* _mm_sfence: streamed stores land before they are compared */
+#endif
 
 static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
     const int64_t kcs[] = {1, 2, 5, 16, 67}, kss[] = {1, 2, 3, 9};
@@ -521,6 +525,50 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
                               "%s igemm_np ks %lld mr %lld np %lld nc_last %lld flags %d: differs from per-panel calls",
                               k->name, (long long)ks, (long long)mr, (long long)np, (long long)nc_last, flags);
                     }
+    free(a), free(w), free(init), free(c1), free(c2);
+}
+
+/* igemm_rows against igemm_np on each tile of 6 rows (row pointers lda and ldc apart): the same
+ * bits, and nothing written past the rows or the columns; m over one tile, several and partial
+ * last tiles, row strides wider than the rows, from init and accumulating onto C, relu, the
+ * prefetch hint and streamed stores (rows 32-byte aligned). */
+static void sweep_igemm_rows(const nconv_kernels *k, uint64_t *rng) {
+    enum { KC = 23, NP = 3, MMAX = 20, LDA = 29, LDC = 56 };
+    float *a = malloc(sizeof(float) * MMAX * LDA), *w = malloc(sizeof(float) * NP * KC * 16 + 32);
+    float *init = malloc(sizeof(float) * NP * 16);
+    float *c1 = aligned_alloc(64, sizeof(float) * MMAX * LDC), *c2 = aligned_alloc(64, sizeof(float) * MMAX * LDC);
+    float *wa = (float *)(((uintptr_t)w + 31) & ~(uintptr_t)31);
+    for (int64_t i = 0; i < MMAX * LDA; i++) a[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * KC * 16; i++) wa[i] = (float)test_uniform(rng);
+    for (int64_t i = 0; i < NP * 16; i++) init[i] = (float)test_uniform(rng);
+    const int64_t ms[] = {1, 5, 6, 7, 12, 17, MMAX};
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (int64_t np = 1; np <= NP; np++)
+            for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
+                for (int f = 0; f < 16; f++) {
+                    const int64_t m = ms[mi];
+                    const int flags = (f & 1 ? NCONV_IGEMM_RELU : 0) | (f & 2 ? NCONV_IGEMM_PREFETCH : 0) |
+                                      (f & 8 ? NCONV_IGEMM_STREAM : 0);
+                    const float *fi = f & 4 ? NULL : init; /* NULL: accumulate onto C */
+                    for (int64_t i = 0; i < MMAX * LDC; i++) c1[i] = c2[i] = (float)(i % 7) - 3.0f;
+                    k->igemm_rows(m, np, nc_last, KC, a, LDA, wa, KC * 16, c1, LDC, fi, flags);
+                    for (int64_t i = 0; i < m; i += 6) {
+                        const int64_t mr = m - i < 6 ? m - i : 6;
+                        const float *ar[6];
+                        float *cr[6];
+                        for (int64_t r = 0; r < 6; r++) {
+                            ar[r] = a + (i + (r < mr ? r : 0)) * LDA;
+                            cr[r] = c2 + (i + (r < mr ? r : 0)) * LDC;
+                        }
+                        k->igemm_np(mr, np, nc_last, KC, 1, ar, 0, NULL, wa, KC * 16, cr, fi, flags);
+                    }
+#if defined(__x86_64__) || defined(__i386__)
+                    _mm_sfence();
+#endif
+                    CHECK(!memcmp(c1, c2, sizeof(float) * MMAX * LDC),
+                          "%s igemm_rows m %lld np %lld nc_last %lld flags %d from C %d: differs from igemm_np's tiles",
+                          k->name, (long long)m, (long long)np, (long long)nc_last, flags, fi == NULL);
+                }
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
@@ -1348,6 +1396,7 @@ int main(void) {
         sweep_transpose(k, &krng);
         sweep_transpose16(k, &krng);
         sweep_igemm_np(k, &krng);
+        sweep_igemm_rows(k, &krng);
         sweep_igemm_np16(k, &krng);
         sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);

@@ -31,6 +31,7 @@ typedef struct row_ctx {
     const float *init; /* [G][panels][NR] */
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
+    int rows;          /* f32 pointwise rows in one reduction block: igemm_rows on each block (see row_block) */
     float *planes;     /* NCHW f32 output written in place (dst unused), see nconv__igemm_rows_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
@@ -150,6 +151,27 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
     const int64_t ntiles = nconv__div_up(r1 - r0, MR);
+    if (rc->rows) { /* rows lda and ldc apart: no row pointers (with short reductions, setting them up
+                     * cost half as much as the GEMM) */
+        const int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
+        const int64_t ldc = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
+        const float *a0 = rc->src + j->g * g->kc + r0 * lda;
+        float *c0 = rc->dst + j->g * g->rows_cols + r0 * ldc;
+        const float *init = rc->init + j->g * g->panels * NR;
+        const int64_t ws = g->kc * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
+        /* as below: every panel per tile where a tile's rows fit in L1, else two at a time over the
+         * block's tiles */
+        const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * ws;
+        const int tile_outer =
+            (int64_t)sizeof(float) * g->kc * MR <= (16 << 10) && !(p1 - p0 <= 4 && wbytes > (32 << 10));
+        const int64_t pstep = tile_outer ? p1 - p0 : 2;
+        for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
+            const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
+            rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws, c0 + q0 * NR, ldc,
+                              init + q0 * NR, rc->flags);
+        }
+        return;
+    }
     pixel px = {0, {0, 0, 0}};
     if (rc->dir == NCONV_DIR_FWD) pixel_of(rc->c, g->OS, r0, &px);
     int64_t rowdst = 0; /* bwd_d: the dx row start of the current input row */
@@ -808,6 +830,11 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
     nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    /* f32 channels-last rows of a pointwise layer, read and written in place in one reduction
+     * block; rows of 256 channels and more take the row pointers, whose next tile is fetched
+     * ahead (prefetch_a) */
+    const int rows = g.pointwise && !g.dot16 && !g.pack_a && !src16 && !dst16 && !planes && g.kchunk >= g.kc &&
+                     !g.prefetch_a;
     row_ctx rc = {.c = c,
                   .dir = dir,
                   .g = g,
@@ -821,6 +848,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
                   .init = init,
                   .zero = zero,
                   .flags = (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
+                  .rows = rows,
                   .planes = planes ? (float *)out->data : NULL,
                   .pimg = out->stride[0],
                   .pch = out->stride[1],
@@ -843,6 +871,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     }
     nconv__parallel(e, row_task, &rc);
     if (g.dot16 && e->path) *e->path = "bf16 pairs";
+    if (rows && e->path) *e->path = "pointwise rows";
     /* found while packing: the next algorithm writes every output again (z may not alias it) */
     if (dir == NCONV_DIR_BWD_D && panel_major && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);

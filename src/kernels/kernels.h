@@ -56,6 +56,26 @@ typedef void nconv_f32_igemm_np_t(int64_t mr, int64_t np, int64_t nc_last, int64
 typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
 
 /*
+ * igemm_np over m rows spaced evenly (pointwise layers: A row i at a + i * lda, C row i at
+ * c + i * ldc), six after six, with no row pointers to set up: the sums and stores of igemm_np
+ * (one tap, a_off 0, no zero row) on each tile, bit for bit; the last tile has m % 6 rows.
+ */
+typedef void nconv_f32_igemm_rows_t(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
+                                    const float *w, int64_t ws, float *c, int64_t ldc, const float *init, int flags);
+typedef nconv_f32_igemm_rows_t *nconv_f32_igemm_rows_fn;
+/* igemm_rows' body: tile after tile of rows (m, a, lda, c, ldc in scope), TILE (igemm_np's call)
+ * on its mr_ rows ar_ and cr_ (rows past the last repeat the first: read, never written). */
+#define NCONV_IGEMM_ROWS_EACH_TILE(TILE)                                                                  \
+    for (int64_t i_ = 0; i_ < m; i_ += 6) {                                                               \
+        const int64_t mr_ = m - i_ < 6 ? m - i_ : 6;                                                      \
+        const float *ar_[6];                                                                              \
+        float *cr_[6];                                                                                    \
+        for (int64_t r_ = 0; r_ < 6; r_++)                                                                \
+            ar_[r_] = a + (i_ + (r_ < mr_ ? r_ : 0)) * lda, cr_[r_] = c + (i_ + (r_ < mr_ ? r_ : 0)) * ldc; \
+        TILE;                                                                                             \
+    }
+
+/*
  * igemm_np on bf16 A rows and weights, two products of bf16 pairs per step (VDPBF16PS where
  * the CPU has AVX512-BF16), f32 sums: panel q of the c rows gets
  *   init + q * 16 (C when init is NULL) + sum_{t < ks, k < kc} A(t, r)[k] * B_q(t, k)
@@ -324,6 +344,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
 #define NCONV_GEMM_KERNELS(X)                                                   \
     X(igemm, f32_igemm, f32_igemm_6x16, avx2, avx512)                           \
     X(igemm_np, f32_igemm_np, f32_igemm_6x16_np, avx2, avx512)                  \
+    X(igemm_rows, f32_igemm_rows, f32_igemm_6x16_rows, avx2, avx512)            \
     X(igemm_np16, f32_igemm_np16, f32_igemm_6x16_np16, avx2, avx512_bf16)       \
     X(igemm_planes, f32_igemm_planes, f32_igemm_6x16_planes, avx2, avx512)      \
     X(gemm_ib, f32_gemm_ib, f32_gemm_ib_6x16, avx2, avx512)                     \
