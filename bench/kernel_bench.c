@@ -43,6 +43,9 @@ static void call_f32_igemm_np(nconv_f32_igemm_np_fn f, const operands *o, int64_
 static void call_f32_igemm_rows(nconv_f32_igemm_rows_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, o->a, o->kc, o->w, 16, o->c, 2 * NCONV_NR, o->init, 0);
 }
+static void call_f32_igemm_rows16(nconv_f32_igemm_rows16_fn f, const operands *o, int64_t mr) {
+    f(mr, 2, NCONV_NR, o->kc, o->a, o->kc, o->w, 16, o->crow16[0], 2 * NCONV_NR, o->init, NCONV_IGEMM_BF16);
+}
 static void call_f32_igemm_np16(nconv_f32_igemm_np16_fn f, const operands *o, int64_t mr) {
     f(mr, 2, NCONV_NR, o->kc, 1, o->rows, 0, NULL, o->w, 16, o->crow16, o->init, NCONV_IGEMM_BF16);
 }

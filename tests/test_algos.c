@@ -644,10 +644,11 @@ static void test_bias_lanes(void) {
  * (rows straight from the pixel index): input and output channels differ (a
  * swapped row pitch shows), groups (each group's channel offset), 1-3D,
  * transposed, pixels in partial tiles and in several row blocks, every
- * epilogue, against the reference; the same bits for 1 and 3 threads.
+ * epilogue, f32, f16 and bf16 (widened a block at a time, narrowed by the
+ * kernel), against the reference; the same bits for 1 and 3 threads.
  * NCONV_VERBOSE names the path of rows lda and ldc apart (igemm_rows) where
  * the core direction's source has fewer than 256 channels (more: row
- * pointers, whose next tile is fetched ahead). */
+ * pointers, whose next tile is fetched ahead), or bf16 pairs where they run. */
 static void run_epi_1_3(nconv_context *ref, nconv_context *ctx, const nconv_problem *p, int layout, int epi,
                         uint64_t *rng, operands *r, operands *a, operands *b, char *text, size_t cap);
 static void test_pointwise(void) {
@@ -668,27 +669,37 @@ static void test_pointwise(void) {
         /* the core's source channels: x's for fwd, y's for bwd_d (swapped when transposed) */
         const int64_t core_c = p.transposed ? p.out_channels : p.in_channels;
         const int64_t core_o = p.transposed ? p.in_channels : p.out_channels;
-        for (int epi = 0; epi < 4; epi++) {
-            operands r, a, b;
-            char text[1 << 15] = "";
-            run_epi_1_3(ref, ctx, &p, LAYOUT_NXC, epi, &rng, &r, &a, &b, text, sizeof text);
-            const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
-            const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=pointwise rows") != NULL;
-            CHECK(fwd == (core_c < 256) && bwd_d == (core_o < 256),
-                  "pointwise case %d epi %d: pointwise rows ran fwd %d bwd_d %d: %s", i, epi, fwd, bwd_d, text);
-            const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
-                         ew = rel_err(&a.dw, &r.dw, NCONV_F32);
-            CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5, "pointwise case %d epi %d: y err %g, dx err %g, dw err %g",
-                  i, epi, ey, ex, ew);
-            if (r.has_b) {
-                const double eb = rel_err(&a.db, &r.db, NCONV_F32);
-                CHECK(eb <= 1e-5, "pointwise case %d epi %d: db err %g", i, epi, eb);
+        const int pairs = nconv__kernels()->bf16_igemm_np != NULL;
+        for (int di = 0; di < 3; di++)
+            for (int epi = 0; epi < 4; epi += di ? 3 : 1) {
+                p.dtype = di == 0 ? NCONV_F32 : di == 1 ? NCONV_F16 : NCONV_BF16;
+                operands r, a, b;
+                char text[1 << 15] = "";
+                run_epi_1_3(ref, ctx, &p, LAYOUT_NXC, epi, &rng, &r, &a, &b, text, sizeof text);
+                /* bf16 on pairs where the kernel table has them and the reduction is of whole pairs */
+                const int fwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_c / p.groups) % 2 == 0;
+                const int bwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_o / p.groups) % 2 == 0;
+                const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
+                const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=pointwise rows") != NULL;
+                CHECK(fwd == (core_c < 256 && !fwd_pairs) && bwd_d == (core_o < 256 && !bwd_pairs),
+                      "pointwise case %d dtype %d epi %d: pointwise rows ran fwd %d bwd_d %d: %s", i, (int)p.dtype, epi,
+                      fwd, bwd_d, text);
+                const double tol = tolerance(p.dtype);
+                const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
+                             ew = rel_err(&a.dw, &r.dw, p.dtype);
+                CHECK(ey <= tol && ex <= tol && ew <= tol,
+                      "pointwise case %d dtype %d epi %d: y err %g, dx err %g, dw err %g", i, (int)p.dtype, epi, ey,
+                      ex, ew);
+                if (r.has_b) {
+                    const double eb = rel_err(&a.db, &r.db, p.dtype);
+                    CHECK(eb <= tol, "pointwise case %d dtype %d epi %d: db err %g", i, (int)p.dtype, epi, eb);
+                }
+                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
+                          !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
+                      "pointwise case %d dtype %d epi %d: results differ between 1 and 3 threads", i, (int)p.dtype,
+                      epi);
+                operands_free(&r), operands_free(&a), operands_free(&b);
             }
-            CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes) &&
-                      !memcmp(a.dw.buf, b.dw.buf, a.dw.bytes),
-                  "pointwise case %d epi %d: results differ between 1 and 3 threads", i, epi);
-            operands_free(&r), operands_free(&a), operands_free(&b);
-        }
     }
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
@@ -840,7 +851,8 @@ static void test_bf16_pairs(void) {
                 run_epi_1_3(ref, ctx, &p, layout, epi, &rng, &r, &a, &b, text, sizeof text);
                 const char *fwd = strstr(text, "core=fwd,algo=igemm,path=bf16 pairs");
                 const char *bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=bf16 pairs");
-                CHECK(!strstr(text, "path=") || pairs, "pairs case %d: a path named without the kernel", i);
+                CHECK(!strstr(text, "path=bf16 pairs") || pairs, "pairs case %d: bf16 pairs named without the kernel",
+                      i);
                 CHECK(!!fwd == want_fwd && !!bwd_d == want_bwd_d,
                       "pairs case %d layout %d: bf16 pairs ran fwd %d bwd_d %d, expected %d %d: %s", i, layout, !!fwd,
                       !!bwd_d, want_fwd, want_bwd_d, text);

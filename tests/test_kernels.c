@@ -6,8 +6,9 @@
  *   1, 2, primes; init (C starts as NaN) or accumulate; relu; streamed
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
- *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), igemm_rows against
- *   igemm_np's tiles (sweep_igemm_rows), gemm_ib7_np against f64 sums,
+ *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), igemm_rows and
+ *   igemm_rows16 against igemm_np's and igemm_np16's tiles (sweep_igemm_rows), gemm_ib7_np against
+ *   f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
  * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels,
@@ -528,10 +529,30 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
+/* igemm_np's calls (igemm_np16's into 16-bit rows when to16) on the tiles of m rows that igemm_rows
+ * makes: A rows lda apart from a, C rows ldc elements apart from c (rows past a tile's last repeat
+ * its first). */
+static void rows_by_tiles(const nconv_kernels *k, int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                          int64_t lda, const float *w, float *c, int64_t ldc, const float *init, int flags, int to16) {
+    for (int64_t i = 0; i < m; i += 6) {
+        const int64_t mr = m - i < 6 ? m - i : 6;
+        const float *ar[6];
+        float *cr[6];
+        uint16_t *hr[6];
+        for (int64_t r = 0; r < 6; r++) {
+            const int64_t row = i + (r < mr ? r : 0);
+            ar[r] = a + row * lda, cr[r] = c + row * ldc, hr[r] = (uint16_t *)c + row * ldc;
+        }
+        if (to16) k->igemm_np16(mr, np, nc_last, kc, 1, ar, 0, NULL, w, kc * 16, hr, init, flags);
+        else k->igemm_np(mr, np, nc_last, kc, 1, ar, 0, NULL, w, kc * 16, cr, init, flags);
+    }
+}
+
 /* igemm_rows against igemm_np on each tile of 6 rows (row pointers lda and ldc apart): the same
  * bits, and nothing written past the rows or the columns; m over one tile, several and partial
  * last tiles, row strides wider than the rows, from init and accumulating onto C, relu, the
- * prefetch hint and streamed stores (rows 32-byte aligned). */
+ * prefetch hint and streamed stores (rows 32-byte aligned); igemm_rows16 against igemm_np16 the
+ * same way, into f16 and bf16 rows. */
 static void sweep_igemm_rows(const nconv_kernels *k, uint64_t *rng) {
     enum { KC = 23, NP = 3, MMAX = 20, LDA = 29, LDC = 56 };
     float *a = malloc(sizeof(float) * MMAX * LDA), *w = malloc(sizeof(float) * NP * KC * 16 + 32);
@@ -552,22 +573,25 @@ static void sweep_igemm_rows(const nconv_kernels *k, uint64_t *rng) {
                     const float *fi = f & 4 ? NULL : init; /* NULL: accumulate onto C */
                     for (int64_t i = 0; i < MMAX * LDC; i++) c1[i] = c2[i] = (float)(i % 7) - 3.0f;
                     k->igemm_rows(m, np, nc_last, KC, a, LDA, wa, KC * 16, c1, LDC, fi, flags);
-                    for (int64_t i = 0; i < m; i += 6) {
-                        const int64_t mr = m - i < 6 ? m - i : 6;
-                        const float *ar[6];
-                        float *cr[6];
-                        for (int64_t r = 0; r < 6; r++) {
-                            ar[r] = a + (i + (r < mr ? r : 0)) * LDA;
-                            cr[r] = c2 + (i + (r < mr ? r : 0)) * LDC;
-                        }
-                        k->igemm_np(mr, np, nc_last, KC, 1, ar, 0, NULL, wa, KC * 16, cr, fi, flags);
-                    }
+                    rows_by_tiles(k, m, np, nc_last, KC, a, LDA, wa, c2, LDC, fi, flags, 0);
 #if defined(__x86_64__) || defined(__i386__)
                     _mm_sfence();
 #endif
                     CHECK(!memcmp(c1, c2, sizeof(float) * MMAX * LDC),
                           "%s igemm_rows m %lld np %lld nc_last %lld flags %d from C %d: differs from igemm_np's tiles",
                           k->name, (long long)m, (long long)np, (long long)nc_last, flags, fi == NULL);
+                    if (f & 6) continue; /* into 16-bit rows: from init, no store hints */
+                    uint16_t *h1 = (uint16_t *)c1, *h2 = (uint16_t *)c2; /* 16-bit rows LDC elements apart */
+                    for (int bf16 = 0; bf16 < 2; bf16++) {
+                        const int f16 = (flags & NCONV_IGEMM_RELU) | (bf16 ? NCONV_IGEMM_BF16 : 0);
+                        for (int64_t i = 0; i < MMAX * LDC; i++) h1[i] = h2[i] = (uint16_t)(i * 40503u);
+                        k->igemm_rows16(m, np, nc_last, KC, a, LDA, wa, KC * 16, h1, LDC, init, f16);
+                        rows_by_tiles(k, m, np, nc_last, KC, a, LDA, wa, c2, LDC, init, f16, 1);
+                        CHECK(!memcmp(h1, h2, sizeof(uint16_t) * MMAX * LDC),
+                              "%s igemm_rows16 %s m %lld np %lld nc_last %lld relu %d: differs from igemm_np16's tiles",
+                              k->name, bf16 ? "bf16" : "f16", (long long)m, (long long)np, (long long)nc_last,
+                              flags & NCONV_IGEMM_RELU);
+                    }
                 }
     free(a), free(w), free(init), free(c1), free(c2);
 }

@@ -31,7 +31,7 @@ typedef struct row_ctx {
     const float *init; /* [G][panels][NR] */
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
-    int rows;          /* f32 pointwise rows in one reduction block: igemm_rows on each block (see row_block) */
+    int rows;          /* pointwise rows in one reduction block: igemm_rows(16) on each block (see row_block) */
     float *planes;     /* NCHW f32 output written in place (dst unused), see nconv__igemm_rows_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
@@ -153,10 +153,16 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     const int64_t ntiles = nconv__div_up(r1 - r0, MR);
     if (rc->rows) { /* rows lda and ldc apart: no row pointers (with short reductions, setting them up
                      * cost half as much as the GEMM) */
-        const int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
+        int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
         const int64_t ldc = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
-        const float *a0 = rc->src + j->g * g->kc + r0 * lda;
-        float *c0 = rc->dst + j->g * g->rows_cols + r0 * ldc;
+        const int64_t a_at = j->g * g->kc + r0 * lda, c_at = j->g * g->rows_cols + r0 * ldc;
+        const float *a0 = rc->src16 ? sc->pbuf : rc->src + a_at;
+        if (rc->src16 && lda == g->kc) { /* 16-bit rows widened: at once where they lie end to end */
+            rc->cv((r1 - r0) * lda, rc->src16 + a_at, sc->pbuf, 1);
+        } else if (rc->src16) {
+            for (int64_t i = 0; i < r1 - r0; i++) rc->cv(g->kc, rc->src16 + a_at + i * lda, sc->pbuf + i * g->kc, 1);
+            lda = g->kc;
+        }
         const float *init = rc->init + j->g * g->panels * NR;
         const int64_t ws = g->kc * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
         /* as below: every panel per tile where a tile's rows fit in L1, else two at a time over the
@@ -167,8 +173,13 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int64_t pstep = tile_outer ? p1 - p0 : 2;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
-            rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws, c0 + q0 * NR, ldc,
-                              init + q0 * NR, rc->flags);
+            if (rc->dst16)
+                rc->k->igemm_rows16(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
+                                    rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR,
+                                    rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0));
+            else
+                rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws, rc->dst + c_at + q0 * NR,
+                                  ldc, init + q0 * NR, rc->flags);
         }
         return;
     }
@@ -830,10 +841,11 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;
     nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
-    /* f32 channels-last rows of a pointwise layer, read and written in place in one reduction
-     * block; rows of 256 channels and more take the row pointers, whose next tile is fetched
-     * ahead (prefetch_a) */
-    const int rows = g.pointwise && !g.dot16 && !g.pack_a && !src16 && !dst16 && !planes && g.kchunk >= g.kc &&
+    /* channels-last rows of a pointwise layer in one reduction block: f32 ones read and written
+     * in place, 16-bit ones widened a block at a time and narrowed by the kernel (not on bf16
+     * pairs; NCHW 16-bit outputs go through a transpose); rows of 256 channels and more take the
+     * row pointers, whose next tile is fetched ahead (prefetch_a) */
+    const int rows = g.pointwise && !g.dot16 && !g.pack_a && !planes16 && !planes && g.kchunk >= g.kc &&
                      !g.prefetch_a;
     row_ctx rc = {.c = c,
                   .dir = dir,

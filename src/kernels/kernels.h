@@ -63,13 +63,20 @@ typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
 typedef void nconv_f32_igemm_rows_t(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                     const float *w, int64_t ws, float *c, int64_t ldc, const float *init, int flags);
 typedef nconv_f32_igemm_rows_t *nconv_f32_igemm_rows_fn;
-/* igemm_rows' body: tile after tile of rows (m, a, lda, c, ldc in scope), TILE (igemm_np's call)
- * on its mr_ rows ar_ and cr_ (rows past the last repeat the first: read, never written). */
-#define NCONV_IGEMM_ROWS_EACH_TILE(TILE)                                                                  \
+/* igemm_rows into 16-bit rows c: igemm_np16's sums and narrowing on each tile, bit for bit (init
+ * required). */
+typedef void nconv_f32_igemm_rows16_t(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                      int64_t lda, const float *w, int64_t ws, uint16_t *c, int64_t ldc,
+                                      const float *init, int flags);
+typedef nconv_f32_igemm_rows16_t *nconv_f32_igemm_rows16_fn;
+/* igemm_rows' body: tile after tile of rows (m, a, lda, c, ldc in scope; C's elements of type T),
+ * TILE (igemm_np's call) on its mr_ rows ar_ and cr_ (rows past the last repeat the first: read,
+ * never written). */
+#define NCONV_IGEMM_ROWS_EACH_TILE(T, TILE)                                                               \
     for (int64_t i_ = 0; i_ < m; i_ += 6) {                                                               \
         const int64_t mr_ = m - i_ < 6 ? m - i_ : 6;                                                      \
         const float *ar_[6];                                                                              \
-        float *cr_[6];                                                                                    \
+        T *cr_[6];                                                                                        \
         for (int64_t r_ = 0; r_ < 6; r_++)                                                                \
             ar_[r_] = a + (i_ + (r_ < mr_ ? r_ : 0)) * lda, cr_[r_] = c + (i_ + (r_ < mr_ ? r_ : 0)) * ldc; \
         TILE;                                                                                             \
@@ -346,6 +353,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(igemm_np, f32_igemm_np, f32_igemm_6x16_np, avx2, avx512)                  \
     X(igemm_rows, f32_igemm_rows, f32_igemm_6x16_rows, avx2, avx512)            \
     X(igemm_np16, f32_igemm_np16, f32_igemm_6x16_np16, avx2, avx512_bf16)       \
+    X(igemm_rows16, f32_igemm_rows16, f32_igemm_6x16_rows16, avx2, avx512_bf16) \
     X(igemm_planes, f32_igemm_planes, f32_igemm_6x16_planes, avx2, avx512)      \
     X(gemm_ib, f32_gemm_ib, f32_gemm_ib_6x16, avx2, avx512)                     \
     X(gemm_ib_np, f32_gemm_ib_np, f32_gemm_ib_6x16_np, avx2, avx512)            \

@@ -51,7 +51,7 @@ void nconv_f32_igemm_6x16_rows__generic(int64_t m, int64_t np, int64_t nc_last, 
                                         int64_t lda, const float *w, int64_t ws, float *c, int64_t ldc,
                                         const float *init, int flags) {
     NCONV_IGEMM_ROWS_EACH_TILE(
-        nconv_f32_igemm_6x16_np__generic(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w, ws, cr_, init, flags));
+        float, nconv_f32_igemm_6x16_np__generic(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w, ws, cr_, init, flags));
 }
 
 void nconv_f32_igemm_6x16_np16__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, int64_t ks,
@@ -69,4 +69,11 @@ void nconv_f32_igemm_6x16_np16__generic(int64_t mr, int64_t np, int64_t nc_last,
                 c[r][q * 16 + j] =
                     flags & NCONV_IGEMM_BF16 ? nconv__f32_to_bf16(tile[r][j]) : nconv__f32_to_f16(tile[r][j]);
     }
+}
+
+void nconv_f32_igemm_6x16_rows16__generic(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                          int64_t lda, const float *w, int64_t ws, uint16_t *c, int64_t ldc,
+                                          const float *init, int flags) {
+    NCONV_IGEMM_ROWS_EACH_TILE(uint16_t, nconv_f32_igemm_6x16_np16__generic(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w,
+                                                                             ws, cr_, init, flags));
 }

@@ -1,7 +1,7 @@
 /*
  * Indirect GEMM micro-kernels, 6 rows x 16 columns, AVX-512 (contract in
- * ../kernels.h): the one-panel tile and its np, np16, rows and planes variants,
- * on the bodies of f32_igemm_6x16.h.
+ * ../kernels.h): the one-panel tile and its np, np16, rows, rows16 and planes
+ * variants, on the bodies of f32_igemm_6x16.h.
  */
 #include "f32_igemm_6x16.h"
 
@@ -23,9 +23,17 @@ void nconv_f32_igemm_6x16_np16__avx512(int64_t mr, int64_t np, int64_t nc_last, 
     all_panels(mr, np, nc_last, kc, ks, a, a_off, zero, w, ws, NULL, c, 1, init, flags);
 }
 
+void nconv_f32_igemm_6x16_rows16__avx512(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a,
+                                     int64_t lda, const float *w, int64_t ws, uint16_t *c, int64_t ldc,
+                                     const float *init, int flags) {
+    NCONV_IGEMM_ROWS_EACH_TILE(uint16_t, all_panels(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w, ws, NULL, cr_, 1, init,
+                                                    flags));
+}
+
 void nconv_f32_igemm_6x16_rows__avx512(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                    const float *w, int64_t ws, float *c, int64_t ldc, const float *init, int flags) {
-    NCONV_IGEMM_ROWS_EACH_TILE(all_panels(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w, ws, cr_, NULL, 0, init, flags));
+    NCONV_IGEMM_ROWS_EACH_TILE(float, all_panels(mr_, np, nc_last, kc, 1, ar_, 0, NULL, w, ws, cr_, NULL, 0, init,
+                                                 flags));
 }
 
 /* The 16 channels of a finished tile into their planes (channel j at c + j * ldc), j < nc. */
