@@ -140,6 +140,16 @@ typedef struct row_scratch {
 } row_scratch;
 _Static_assert(sizeof(int64_t) == sizeof(const float *), "row_scratch.ao shares a's memory");
 
+/* Whether a block's tiles (ks x kc values each) run every panel in turn (1), or the panels two at a
+ * time over all its tiles (0). A tile that fits in L1 stays there while every panel of w streams
+ * past it from L2 (1x1 and thin problems); otherwise one panel of w stays while the tiles stream.
+ * So do up to 4 panels longer than L1 holds (a few panels re-read the tiles little; more re-read
+ * them more than keeping w costs). */
+static int tiles_outer(int64_t ks, int64_t kc, int64_t panels) {
+    const int64_t wbytes = (int64_t)sizeof(float) * panels * ks * kc * NR;
+    return (int64_t)sizeof(float) * ks * kc * MR <= (16 << 10) && !(panels <= 4 && wbytes > (32 << 10));
+}
+
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scratch *sc) {
     const float **a = sc->a, **pa = sc->pa;
@@ -165,12 +175,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         }
         const float *init = rc->init + j->g * g->panels * NR;
         const int64_t ws = g->kc * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
-        /* as below: every panel per tile where a tile's rows fit in L1, else two at a time over the
-         * block's tiles */
-        const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * ws;
-        const int tile_outer =
-            (int64_t)sizeof(float) * g->kc * MR <= (16 << 10) && !(p1 - p0 <= 4 && wbytes > (32 << 10));
-        const int64_t pstep = tile_outer ? p1 - p0 : 2;
+        const int64_t pstep = tiles_outer(1, g->kc, p1 - p0) ? p1 - p0 : 2;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
             if (rc->dst16)
@@ -178,8 +183,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                                     rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR,
                                     rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0));
             else
-                rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws, rc->dst + c_at + q0 * NR,
-                                  ldc, init + q0 * NR, rc->flags);
+                rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
+                                  rc->dst + c_at + q0 * NR, ldc, init + q0 * NR, rc->flags);
         }
         return;
     }
@@ -257,14 +262,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             }
             ap = pa;
         }
-        /* A tile that fits in L1 stays there while every panel of w streams
-         * past it from L2 (1x1 and thin problems); otherwise one panel of w
-         * stays while the tiles stream. So do up to 4 panels longer than
-         * L1 holds (a few panels re-read the tiles little; more re-read them
-         * more than keeping w costs). */
-        const int64_t wbytes = (int64_t)sizeof(float) * (p1 - p0) * j->ks * kcc * NR;
-        const int tile_outer = (int64_t)sizeof(float) * j->ks * kcc * MR <= (16 << 10) &&
-                               !(p1 - p0 <= 4 && wbytes > (32 << 10));
+        const int tile_outer = tiles_outer(j->ks, kcc, p1 - p0);
         const int prefetch = g->prefetch_a && tile_outer && j->ks == 1 && !rc->src16 && !dot16; /* once per block */
         if (!rc->planes) {
             /* A kernel call runs all of a tile's panels, or two while the tiles
