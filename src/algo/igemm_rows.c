@@ -843,7 +843,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
      * in place, 16-bit ones widened a block at a time and narrowed by the kernel (not on bf16
      * pairs; NCHW 16-bit outputs go through a transpose); rows of 256 channels and more take the
      * row pointers, whose next tile is fetched ahead (prefetch_a) */
-    const int rows = g.pointwise && !g.dot16 && !g.pack_a && !planes16 && !planes && g.kchunk >= g.kc &&
+    const int rows = g.pointwise && !g.dot16 && !planes16 && !planes && g.kchunk >= g.kc &&
                      !g.prefetch_a;
     row_ctx rc = {.c = c,
                   .dir = dir,
