@@ -296,6 +296,10 @@ void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);
 /* The number of threads nconv__parallel(e, ...) runs: e's, at most NCONV_MAX_THREADS. */
 int nconv__parallel_width(const nconv_exec *e);
 
+/* Outputs of this many bytes and more are not read again from the cache before they leave it:
+ * algorithms may write them with non-temporal stores (no read for ownership), then fence. */
+#define NCONV_STREAM_OUTPUT_BYTES ((size_t)4 << 20)
+
 /* The activations a call copies into channels-last f32 buffers: those not NHWC
  * f32 already, and its output when z is given (nconv__nxc_input, _output).
  * A workspace query knows no layouts: it counts both. */

@@ -168,7 +168,8 @@ static void sweep_tile_kernels(const nconv_kernels *k, uint64_t *rng) {
  * 1-30 pixels (tiles of every width), 0-3 rows, taps 3, 5, 7 one column apart (the shapes with
  * code of their own) and other taps (1, 2, 4, dilated, reversed), pixel steps 1 and 2. Rows end at
  * the last lane read (ASan sees any read beyond); dwtile's output past the pixels and channels
- * starts as NaN and stays so; relu keeps a NaN read; db without the sums stays as it was. */
+ * starts as NaN and stays so; relu keeps a NaN read; db without the sums stays as it was; outputs
+ * whose pixels keep the vectors aligned are also written with the streamed stores' hint. */
 static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
     const int64_t vl = k->dw_vl, nvs[] = {1, 2, 3, 5, 9}, ns[] = {1, 3, 7, 13, 14, 30};
     /* taps: count, column distance between taps, first tap's column */
@@ -183,7 +184,10 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 const int64_t cw = nvs[vi] * vl, nc = tail ? cw - 3 : cw, cs = wide ? cw + vl : cw;
                                 const int64_t ws = wide ? cw + 2 * vl : cw; /* the weights' tap stride */
                                 const int64_t n = ns[ni], nt = shapes[si][0], gap = shapes[si][1], t0 = shapes[si][2];
-                                const int relu = (int)((vi + ni + si) % 2), os = (int)(cw + 5);
+                                /* streamed stores (a hint) where the pixels keep the vectors aligned */
+                                const int relu = (int)((vi + ni + si) % 2), stream = (int)((vi + ni + wide) % 2);
+                                const int64_t os = stream ? cw + (wide ? vl : 0) : cw + 5;
+                                const int flags = (relu ? NCONV_DW_RELU : 0) | (stream ? NCONV_DW_STREAM : 0);
                                 int64_t toff[7], last = 0;
                                 for (int64_t t = 0; t < nt; t++) {
                                     toff[t] = (t0 + t * gap) * cs;
@@ -191,7 +195,7 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 }
                                 last += (n - 1) * step * cs + cw; /* floats a row needs */
                                 float *row[3], *w[3], init[160];
-                                float *out = malloc(sizeof(float) * (size_t)(n * os));
+                                float *out = aligned_alloc(64, (sizeof(float) * (size_t)(n * os) + 63) / 64 * 64);
                                 float *dy = malloc(sizeof(float) * (size_t)(n * cw));
                                 float *acc = malloc(sizeof(float) * (size_t)(3 * nt * cw));
                                 float *db = malloc(sizeof(float) * (size_t)cw);
@@ -210,7 +214,7 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 const int nan_in = relu && nr > 0; /* pixel 0's first tap, channel 1 */
                                 if (nan_in) row[0][toff[0] + 1] = NAN;
                                 k->dwtile(cw, cs, step, n, nr, (const float *const *)row, (const float *const *)w, ws, nt,
-                                          toff, init, out, os, nc, relu);
+                                          toff, init, out, os, nc, flags);
                                 if (nan_in) row[0][toff[0] + 1] = 0.0f;
                                 k->dwtile_bw(cw, cs, step, n, nr, (const float *const *)row, nt, toff, dy, acc,
                                              with_db ? db : NULL);
@@ -250,9 +254,9 @@ static void sweep_dwtile_kernels(const nconv_kernels *k, uint64_t *rng) {
                                 for (int64_t i = nr * nt * cw; i < 3 * nt * cw; i++) untouched = untouched && acc[i] == 0.5f;
                                 CHECK(worst <= 1e-5 && untouched && nan_ok,
                                       "%s dwtile/dwtile_bw cw %lld nc %lld cs %lld n %lld rows %lld taps %lld gap %lld "
-                                      "step %lld: err %g, untouched %d, NaN kept %d", k->name, (long long)cw, (long long)nc,
-                                      (long long)cs, (long long)n, (long long)nr, (long long)nt, (long long)gap,
-                                      (long long)step, worst, untouched, nan_ok);
+                                      "step %lld flags %d: err %g, untouched %d, NaN kept %d", k->name, (long long)cw,
+                                      (long long)nc, (long long)cs, (long long)n, (long long)nr, (long long)nt,
+                                      (long long)gap, (long long)step, flags, worst, untouched, nan_ok);
                                 for (int64_t r = 0; r < nr; r++) free(row[r]), free(w[r]);
                                 free(out), free(dy), free(acc), free(db);
                             }

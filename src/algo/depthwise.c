@@ -20,8 +20,9 @@
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
  *          its taps reach, and only those.
  * Outputs are written in place where they are f32 with channels or pixels contiguous (pixels:
- * through a row buffer of one block, transposed); other layouts and dtypes, and z, go through a
- * channels-last copy. Threads take units of rows of one block, each computing whole outputs
+ * through a row buffer of one block, transposed; channels: with non-temporal stores where the
+ * output is large, DW_STREAM_BYTES); other layouts and dtypes, and z, go through a channels-last
+ * copy. Threads take units of rows of one block, each computing whole outputs
  * (fwd, bwd_d); for bwd_w each unit sums its rows into a partial of its own and the partials
  * are added in unit order. Units follow the problem, not the thread count (bwd_w), so neither
  * do the results.
@@ -31,6 +32,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h> /* _mm_sfence */
+#endif
 
 /* Bytes of ring one thread may fill: the rows of an output row's reach stay in L2. Where the
  * source of an image stays in L2 while the channel blocks take turns over it (RING_IMAGE_BYTES;
@@ -45,6 +49,11 @@ enum { RING_BYTES = 192 << 10, RING_L1_BYTES = 24 << 10, RING_IMAGE_BYTES = 512 
 #define UNIT_SOURCE_BYTES ((size_t)384 << 10)
 /* fwd and bwd_d read the source rows in place up to this size of an image's source (direct_unit). */
 #define DIRECT_IMAGE_BYTES ((size_t)2 << 20)
+/* Outputs of this size and more are written with non-temporal stores: a depthwise output takes
+ * a few products per store, and the reads for ownership of ordinary stores bound its speed. Twice
+ * NCONV_STREAM_OUTPUT_BYTES: outputs of 4-8 MiB still come back from L3 in the next call, and
+ * stride-2 bwd_d measured slower with them streamed. */
+#define DW_STREAM_BYTES (2 * NCONV_STREAM_OUTPUT_BYTES)
 /* bwd_w: units per image where there are fewer images than this, and the most partial sums. */
 enum { BW_UNITS = 8 };
 #define BW_PARTIAL_BYTES ((size_t)64 << 20)
@@ -292,7 +301,7 @@ typedef struct dw_ctx {
     const int64_t *taps, *start; /* bwd_d: W taps by phase */
     float *partial;        /* bwd_w: per unit, [block][KS][channel of block], then the bias gradient's [cpad] */
     double *lanes;         /* bwd_w: the bias gradient's lanes (nconv_exec.db_lanes), or NULL */
-    int relu;
+    int flags;             /* NCONV_DW_RELU, NCONV_DW_STREAM: the kernels' stores */
     nconv_share *shares;
     char *scratch;
     size_t scratch_stride;
@@ -544,13 +553,13 @@ static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, i
                 s->bwrows[r] = s->wrows[r] + t0 * cpad;
             }
             d->k->dwtile(cw, px, step, 1, nr, s->brows, s->bwrows, cpad, t1 - t0, s->toff, d->init + c0, out + i * os, os,
-                         cw, d->relu);
+                         cw, d->flags);
         }
         if (ir > il) {
             for (int64_t j = 0; j < nt; j++) s->toff[j] = (e[j] - e[0]) * px;
             for (int64_t r = 0; r < nr; r++) s->brows[r] = s->rows[r] + (e[0] + il * step) * px;
             d->k->dwtile(cw, px, step, ir - il, nr, s->brows, s->wrows, cpad, nt, s->toff, d->init + c0, out + il * os, os,
-                         cw, d->relu);
+                         cw, d->flags);
         }
         out_planes(d, s, n, o0, o1, 0, g->ow, k);
     }
@@ -583,7 +592,7 @@ static void fwd_unit(const dw_ctx *d, dw_scratch *s, float *partial, int64_t n, 
                 int64_t os;
                 float *out = out_at(d, s, n, o0, o1, p0, p0, k, &os);
                 d->k->dwtile(cw, cw, g->step, np, nr, s->rows, s->wrows, g->cpad, K2, s->toff, d->init + c0, out, os,
-                             nc, d->relu);
+                             nc, d->flags);
                 out_planes(d, s, n, o0, o1, p0, np, k);
                 continue;
             }
@@ -632,7 +641,7 @@ static void bwd_d_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, in
                 int64_t os;
                 float *out = out_at(d, s, n, i0, i1, p0, p0 + first, k, &os);
                 d->k->dwtile(cw, cw, 1, m, nr, s->rows, s->wrows, g->cpad, nt, s->toff, d->init + c0, out, os * S, nc,
-                             d->relu);
+                             d->flags);
             }
             out_planes(d, s, n, i0, i1, p0, np, k);
         }
@@ -654,6 +663,9 @@ static void dw_task(void *arg, int tid, int nthreads) {
         else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
                       q0, q1);
     }
+#if defined(__x86_64__) || defined(__i386__)
+    if (d->flags & NCONV_DW_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
+#endif
 }
 
 /* bwd_w: dw[ch][t] = the units' partial sums, added in unit order, and the bias gradient's (in lane
@@ -704,6 +716,19 @@ static dw_act input_act(const nconv_exec *e, const nconv_view *v, float *buf, nc
     return act_of(copy);
 }
 
+/* NCONV_VERBOSE's path: how rows are cut and read, and whether the stores stream (NULL: one
+ * block of whole rows from the ring, ordinary stores). */
+static const char *path_name(const dw_geo *g, int direct, int stream) {
+    static const char *const names[2][7] = {
+        {NULL, "column segments", "channel blocks", "channel blocks in L1", "channel blocks, rows in place",
+         "channel blocks in L1, rows in place", "rows in place"},
+        {"streamed stores", "column segments, streamed stores", "channel blocks, streamed stores",
+         "channel blocks in L1, streamed stores", "channel blocks, rows in place, streamed stores",
+         "channel blocks in L1, rows in place, streamed stores", "rows in place, streamed stores"}};
+    const int which = g->nseg > 1 ? 1 : g->nblocks > 1 ? 2 + g->l1 + 2 * direct : direct ? 6 : 0;
+    return names[stream != 0][which];
+}
+
 static nconv_status dw_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const int threads = nconv__parallel_width(e);
@@ -750,12 +775,8 @@ static nconv_status dw_run(const nconv_exec *e) {
                c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
                c->C % g.vl == 0 && c->k[2] <= 64 /* direct_line's taps */ && image <= DIRECT_IMAGE_BYTES &&
                10 * direct_border(&d) <= g.ow;
-    if (e->path && g.nseg > 1) *e->path = "column segments";
-    else if (e->path && g.nblocks > 1 && d.direct)
-        *e->path = g.l1 ? "channel blocks in L1, rows in place" : "channel blocks, rows in place";
-    else if (e->path && g.nblocks > 1) *e->path = g.l1 ? "channel blocks in L1" : "channel blocks";
-    else if (e->path && d.direct) *e->path = "rows in place";
     if (e->dir == NCONV_DIR_BWD_W) {
+        if (e->path) *e->path = path_name(&g, 0, 0);
         d.dy = input_act(e, e->y, yb, &ycopy);
         d.lanes = e->db_lanes;
         nconv__share_split(shares, g.units, threads);
@@ -774,7 +795,12 @@ static nconv_status dw_run(const nconv_exec *e) {
         d.out = act_of(&ocopy);
     }
     nconv__epi_init(fuse ? e->epi : NULL, init, c->C);
-    d.relu = fuse && e->epi && e->epi->relu;
+    d.flags = fuse && e->epi && e->epi->relu ? NCONV_DW_RELU : 0;
+    /* outputs written in place that leave the cache before they are read (DW_STREAM_BYTES) */
+    const int64_t out_spatial = e->dir == NCONV_DIR_FWD ? nconv__core_out_spatial(c) : nconv__core_in_spatial(c);
+    if (fuse && d.out.chan && sizeof(float) * (size_t)(c->N * out_spatial * c->C) >= DW_STREAM_BYTES)
+        d.flags |= NCONV_DW_STREAM;
+    if (e->path) *e->path = path_name(&g, d.direct, d.flags & NCONV_DW_STREAM);
     nconv__share_split(shares, g.units, threads);
     nconv__parallel(e, dw_task, &d);
     if (!fuse) nconv__scatter_nxc_f32(e, out, d.out.v->data, e->epi);

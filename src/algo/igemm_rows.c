@@ -829,11 +829,11 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
         total += job_cost(&jobs[i], &g);
     }
     if (panel_major) g.pack_a = 0; /* each unit would copy all of A again */
-    /* Outputs of 4 MiB and more are not read again soon: their rows go out with non-temporal
-     * stores, unless each kernel call is a short reduction whose stores would outpace the
-     * write combining. Those get their lines prefetched for writing. */
+    /* Large outputs (NCONV_STREAM_OUTPUT_BYTES) go out with non-temporal stores, unless each
+     * kernel call is a short reduction whose stores would outpace the write combining. Those get
+     * their lines prefetched for writing. */
     const size_t out_floats = (size_t)(c->N * (dir == NCONV_DIR_FWD ? g.OS * c->O : g.IS * c->C));
-    const int big = !planes && !dst16 && out_floats * sizeof(float) >= (4u << 20);
+    const int big = !planes && !dst16 && out_floats * sizeof(float) >= NCONV_STREAM_OUTPUT_BYTES;
     const int stream = big && g.ks_rows * g.kc >= 32 && g.rows_cols % 8 == 0 &&
                        (dir == NCONV_DIR_FWD ? c->O : c->C) % 8 == 0 && (uintptr_t)dst % 32 == 0;
     const int store_flag = stream ? NCONV_IGEMM_STREAM : big ? NCONV_IGEMM_PREFETCH : 0;

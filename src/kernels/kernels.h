@@ -185,8 +185,10 @@ typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
  * pixel i's tap t in row r reads the column at rows[r] + toff[t] + i * step * cs.
  * dwtile: for i < n, c < nc:
  *   out[i * os + c] = act(init[c] + sum_{r < nr, t < nt} rows[r][toff[t] + i * step * cs + c] * w[r][t * ws + c]),
- *   summed in the order r, t; act = max(., 0) when relu (NaN stays NaN). Lanes nc .. cw of out are
- *   not written; nr or nt 0 writes act(init).
+ *   summed in the order r, t; act = max(., 0) with NCONV_DW_RELU in flags (NaN stays NaN). Lanes
+ *   nc .. cw of out are not written; nr or nt 0 writes act(init). NCONV_DW_STREAM: where out and
+ *   os keep each vector aligned to its size, whole vectors may be written with non-temporal
+ *   stores (the caller fences before the data is read on another thread).
  * dwtile_bw: for c < cw, r < nr, t < nt:
  *   acc[(r * nt + t) * cw + c] += sum_{i < n} dy[i * cw + c] * rows[r][toff[t] + i * step * cs + c],
  *   the pixels summed in an order of the kernel's own (the same for every call), then added to acc;
@@ -194,10 +196,11 @@ typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
  * Every lane of every column read is readable; lanes past the channels only feed lanes that are
  * not stored or not used.
  */
+enum { NCONV_DW_RELU = 1, NCONV_DW_STREAM = 2 };
 typedef void nconv_f32_dwtile_t(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr,
                                     const float *const *rows, const float *const *w, int64_t ws, int64_t nt,
                                     const int64_t *toff, const float *init, float *out, int64_t os, int64_t nc,
-                                    int relu);
+                                    int flags);
 typedef nconv_f32_dwtile_t *nconv_f32_dwtile_fn;
 typedef void nconv_f32_dwtile_bw_t(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr,
                                        const float *const *rows, int64_t nt, const int64_t *toff, const float *dy,

@@ -21,14 +21,16 @@ INLINE void init_acc(const int NV, const int UR, const float *init, __m512 *acc)
 }
 
 INLINE void store_acc(const int NV, const int UR, const __m512 *acc, float *out, int64_t os, __mmask16 mlast,
-                      int relu) {
+                      int flags) {
     const __m512 zero = _mm512_setzero_ps();
+    const int relu = flags & NCONV_DW_RELU, stream = flags & NCONV_DW_STREAM;
 #pragma GCC unroll 8
     for (int i = 0; i < UR; i++)
 #pragma GCC unroll 4
         for (int b = 0; b < NV; b++) {
             const __m512 v = relu ? _mm512_max_ps(zero, acc[i * NV + b]) : acc[i * NV + b];
-            if (b == NV - 1) _mm512_mask_storeu_ps(out + i * os + b * VL, mlast, v);
+            if (b == NV - 1 && mlast != 0xffff) _mm512_mask_storeu_ps(out + i * os + b * VL, mlast, v);
+            else if (stream) _mm512_stream_ps(out + i * os + b * VL, v);
             else _mm512_storeu_ps(out + i * os + b * VL, v);
         }
 }
@@ -37,7 +39,7 @@ INLINE void store_acc(const int NV, const int UR, const __m512 *acc, float *out,
  * tap t's weights at w[r] + t * ws. */
 INLINE void reuse_tile(const int KT, const int SP, const int NV, const int UR, int64_t cs, int64_t ws, int64_t nr,
                        const float *const *rows, const float *const *w, int64_t xoff, int64_t woff, const float *init,
-                       float *out, int64_t os, __mmask16 mlast, int relu) {
+                       float *out, int64_t os, __mmask16 mlast, int flags) {
     __m512 acc[MAX_UR * NV_REUSE];
     init_acc(NV, UR, init, acc);
     for (int64_t r = 0; r < nr; r++) {
@@ -65,13 +67,13 @@ INLINE void reuse_tile(const int KT, const int SP, const int NV, const int UR, i
             }
         }
     }
-    store_acc(NV, UR, acc, out, os, mlast, relu);
+    store_acc(NV, UR, acc, out, os, mlast, flags);
 }
 
 /* Any taps: pixel i's tap t at its pointer (sp floats per pixel) plus toff[t]. */
 INLINE void any_tile(const int NV, const int UR, int64_t ws, int64_t sp, int64_t nr, const float *const *rows,
                      const float *const *w, int64_t woff, int64_t nt, const int64_t *toff, int64_t xoff,
-                     const float *init, float *out, int64_t os, __mmask16 mlast, int relu) {
+                     const float *init, float *out, int64_t os, __mmask16 mlast, int flags) {
     __m512 acc[MAX_ACC];
     init_acc(NV, UR, init, acc);
     for (int64_t r = 0; r < nr; r++) {
@@ -91,16 +93,16 @@ INLINE void any_tile(const int NV, const int UR, int64_t ws, int64_t sp, int64_t
                     acc[i * NV + b] = _mm512_fmadd_ps(_mm512_loadu_ps(xp[i] + o + b * VL), wv[b], acc[i * NV + b]);
         }
     }
-    store_acc(NV, UR, acc, out, os, mlast, relu);
+    store_acc(NV, UR, acc, out, os, mlast, flags);
 }
 
 typedef void reuse_fn(int64_t cs, int64_t ws, int64_t nr, const float *const *rows, const float *const *w,
-                      int64_t xoff, int64_t woff, const float *init, float *out, int64_t os, __mmask16 mlast, int relu);
+                      int64_t xoff, int64_t woff, const float *init, float *out, int64_t os, __mmask16 mlast, int flags);
 #define REUSE(KT, SP, NV, UR)                                                                                          \
     static void r_##KT##_##SP##_##NV##_##UR(int64_t cs, int64_t ws, int64_t nr, const float *const *rows,            \
                                             const float *const *w, int64_t xoff, int64_t woff, const float *init,    \
-                                            float *out, int64_t os, __mmask16 mlast, int relu) {                     \
-        reuse_tile(KT, SP, NV, UR, cs, ws, nr, rows, w, xoff, woff, init, out, os, mlast, relu);                     \
+                                            float *out, int64_t os, __mmask16 mlast, int flags) {                     \
+        reuse_tile(KT, SP, NV, UR, cs, ws, nr, rows, w, xoff, woff, init, out, os, mlast, flags);                     \
     }
 #define REUSE_ENTRY(KT, SP, NV, UR) [KT / 2 - 1][SP - 1][NV][UR] = r_##KT##_##SP##_##NV##_##UR,
 #define REUSE_URS(X, KT, SP, NV) X(KT, SP, NV, 1) X(KT, SP, NV, 2) X(KT, SP, NV, 4) X(KT, SP, NV, 7) X(KT, SP, NV, 8)
@@ -112,12 +114,12 @@ static reuse_fn *const reuses[3][2][NV_REUSE + 1][MAX_UR + 1] = {REUSES(REUSE_EN
 
 typedef void any_fn(int64_t ws, int64_t sp, int64_t nr, const float *const *rows, const float *const *w, int64_t woff,
                     int64_t nt, const int64_t *toff, int64_t xoff, const float *init, float *out, int64_t os,
-                    __mmask16 mlast, int relu);
+                    __mmask16 mlast, int flags);
 #define ANY(NV, UR)                                                                                                    \
     static void a_##NV##_##UR(int64_t ws, int64_t sp, int64_t nr, const float *const *rows, const float *const *w,  \
                               int64_t woff, int64_t nt, const int64_t *toff, int64_t xoff, const float *init,       \
-                              float *out, int64_t os, __mmask16 mlast, int relu) {                                   \
-        any_tile(NV, UR, ws, sp, nr, rows, w, woff, nt, toff, xoff, init, out, os, mlast, relu);                     \
+                              float *out, int64_t os, __mmask16 mlast, int flags) {                                   \
+        any_tile(NV, UR, ws, sp, nr, rows, w, woff, nt, toff, xoff, init, out, os, mlast, flags);                     \
     }
 #define ANY_ENTRY(NV, UR) [NV][UR] = a_##NV##_##UR,
 /* As many pixels as keep the accumulators within MAX_ACC. */
@@ -138,16 +140,17 @@ static int64_t tile_width(int64_t n, int64_t p) {
 
 void nconv_f32_dwtile__avx512(int64_t cw, int64_t cs, int64_t step, int64_t n, int64_t nr, const float *const *rows,
                               const float *const *w, int64_t ws, int64_t nt, const int64_t *toff, const float *init, float *out,
-                              int64_t os, int64_t nc, int relu) {
+                              int64_t os, int64_t nc, int flags) {
     const int64_t nv = cw / VL, kt = nconv__dw_reuse_taps(nt, toff, cs, step);
     const __mmask16 mlast = nconv__avx512_mask(nc - (nv - 1) * VL);
+    if (((uintptr_t)out | (uintptr_t)os * sizeof(float)) % 64) flags &= ~NCONV_DW_STREAM; /* whole vectors only */
     if (kt) {
         for (int64_t p = 0, u; p < n; p += u) {
             u = tile_width(n, p);
             for (int64_t v0 = 0; v0 < nv; v0 += NV_REUSE) {
                 const int64_t sv = nv - v0 < NV_REUSE ? nv - v0 : NV_REUSE, c0 = v0 * VL;
                 reuses[kt / 2 - 1][step - 1][sv][u](cs, ws, nr, rows, w, toff[0] + p * step * cs + c0, c0, init + c0,
-                                                     out + p * os + c0, os, v0 + sv == nv ? mlast : 0xffff, relu);
+                                                     out + p * os + c0, os, v0 + sv == nv ? mlast : 0xffff, flags);
             }
         }
         return;
@@ -158,7 +161,7 @@ void nconv_f32_dwtile__avx512(int64_t cw, int64_t cs, int64_t step, int64_t n, i
         for (int64_t v0 = 0; v0 < nv; v0 += NV_ANY) {
             const int64_t sv = nv - v0 < NV_ANY ? nv - v0 : NV_ANY, c0 = v0 * VL;
             anys[sv][u](ws, step * cs, nr, rows, w, c0, nt, toff, p * step * cs + c0, init + c0, out + p * os + c0, os,
-                        v0 + sv == nv ? mlast : 0xffff, relu);
+                        v0 + sv == nv ? mlast : 0xffff, flags);
         }
     }
 }
