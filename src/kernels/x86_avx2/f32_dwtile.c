@@ -102,8 +102,8 @@ typedef void reuse_fn(int64_t cs, int64_t ws, int64_t nr, const float *const *ro
 #define REUSE(KT, SP, NV, UR)                                                                                          \
     static void r_##KT##_##SP##_##NV##_##UR(int64_t cs, int64_t ws, int64_t nr, const float *const *rows,            \
                                             const float *const *w, int64_t xoff, int64_t woff, const float *init,    \
-                                            float *out, int64_t os, __m256i mlast, int flags) {                     \
-        reuse_tile(KT, SP, NV, UR, cs, ws, nr, rows, w, xoff, woff, init, out, os, mlast, flags);                     \
+                                            float *out, int64_t os, __m256i mlast, int flags) {                    \
+        reuse_tile(KT, SP, NV, UR, cs, ws, nr, rows, w, xoff, woff, init, out, os, mlast, flags);                    \
     }
 #define REUSE_ENTRY(KT, SP, NV, UR) [KT / 2 - 1][SP - 1][NV][UR] = r_##KT##_##SP##_##NV##_##UR,
 #define REUSE_URS(X, KT, SP, NV) X(KT, SP, NV, 1) X(KT, SP, NV, 2) X(KT, SP, NV, 4) X(KT, SP, NV, 7) X(KT, SP, NV, 8)
@@ -119,8 +119,8 @@ typedef void any_fn(int64_t ws, int64_t sp, int64_t nr, const float *const *rows
 #define ANY(NV, UR)                                                                                                    \
     static void a_##NV##_##UR(int64_t ws, int64_t sp, int64_t nr, const float *const *rows, const float *const *w,  \
                               int64_t woff, int64_t nt, const int64_t *toff, int64_t xoff, const float *init,       \
-                              float *out, int64_t os, __m256i mlast, int flags) {                                   \
-        any_tile(NV, UR, ws, sp, nr, rows, w, woff, nt, toff, xoff, init, out, os, mlast, flags);                     \
+                              float *out, int64_t os, __m256i mlast, int flags) {                                  \
+        any_tile(NV, UR, ws, sp, nr, rows, w, woff, nt, toff, xoff, init, out, os, mlast, flags);                    \
     }
 #define ANY_ENTRY(NV, UR) [NV][UR] = a_##NV##_##UR,
 /* As many pixels as keep the accumulators within MAX_ACC. */
