@@ -683,20 +683,32 @@ static void reduce_task(void *arg, int tid, int nthreads) {
     const int64_t KS = nconv__core_kernel_spatial(c), stride = (KS + 1) * g->cpad;
     int64_t b, e;
     nconv__split(c->C, tid, nthreads, &b, &e);
-    for (int64_t ch = b; ch < e; ch++) {
-        const int64_t k = ch / (g->nvb * g->vl), c0 = block_c0(g, k), cw = block_cw(g, k);
-        const float *p = d->partial + c0 * KS + (ch - c0);
+    /* runs of up to RUN channels of one block, each (channel, tap) summed over the units in unit
+     * order, the channels side by side (one channel at a time waited on each add's latency) */
+    enum { RUN = 64 };
+    for (int64_t ch0 = b; ch0 < e;) {
+        const int64_t k = ch0 / (g->nvb * g->vl), c0 = block_c0(g, k), cw = block_cw(g, k);
+        const int64_t n = e - ch0 < RUN ? e - ch0 : RUN, m = c0 + cw - ch0 < n ? c0 + cw - ch0 : n;
+        const float *p = d->partial + c0 * KS + (ch0 - c0);
         for (int64_t t = 0; t < KS; t++) {
-            float sum = 0.0f;
-            for (int64_t u = 0; u < g->runits; u++) sum = u ? sum + p[u * stride + t * cw] : p[t * cw];
-            const int64_t off = w_offset(c, rc->w, ch, t);
-            if (rc->w->dt == NCONV_F32) ((float *)rc->w->data)[off] = sum;
-            else nconv__store1(rc->w->data, rc->w->dt, off, sum);
+            float sum[RUN];
+            for (int64_t i = 0; i < m; i++) sum[i] = g->runits ? p[t * cw + i] : 0.0f; /* no images: zeros */
+            for (int64_t u = 1; u < g->runits; u++)
+                for (int64_t i = 0; i < m; i++) sum[i] += p[u * stride + t * cw + i];
+            for (int64_t i = 0; i < m; i++) {
+                const int64_t off = w_offset(c, rc->w, ch0 + i, t);
+                if (rc->w->dt == NCONV_F32) ((float *)rc->w->data)[off] = sum[i];
+                else nconv__store1(rc->w->data, rc->w->dt, off, sum[i]);
+            }
         }
-        if (!d->lanes) continue;
-        double sum = 0.0;
-        for (int64_t u = 0; u < g->runits; u++) sum += d->partial[u * stride + KS * g->cpad + ch];
-        for (int l = 0; l < 4; l++) d->lanes[l * c->C + ch] = l ? 0.0 : sum;
+        if (d->lanes) {
+            double sum[RUN] = {0};
+            for (int64_t u = 0; u < g->runits; u++)
+                for (int64_t i = 0; i < m; i++) sum[i] += d->partial[u * stride + KS * g->cpad + ch0 + i];
+            for (int64_t i = 0; i < m; i++)
+                for (int l = 0; l < 4; l++) d->lanes[l * c->C + ch0 + i] = l ? 0.0 : sum[i];
+        }
+        ch0 += m;
     }
 }
 
