@@ -161,6 +161,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     const int64_t r0 = b * g->mc_tiles * MR;
     const int64_t r1 = r0 + g->mc_tiles * MR < j->rows ? r0 + g->mc_tiles * MR : j->rows;
     const int64_t ntiles = nconv__div_up(r1 - r0, MR);
+    const int flags16 = rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0); /* 16-bit outputs */
     if (rc->rows) { /* rows lda and ldc apart: no row pointers (with short reductions, setting them up
                      * cost half as much as the GEMM) */
         int64_t lda = rc->dir == NCONV_DIR_FWD ? rc->c->C : rc->c->O;
@@ -180,8 +181,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
             if (rc->dst16)
                 rc->k->igemm_rows16(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
-                                    rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR,
-                                    rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0));
+                                    rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR, flags16);
             else
                 rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
                                   rc->dst + c_at + q0 * NR, ldc, init + q0 * NR, rc->flags);
@@ -229,7 +229,6 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
      * is one block, else summed in cbuf and narrowed after the block. */
     const int direct16 = rc->dst16 && !rc->planes16 && g->kchunk >= g->kc;
-    const int flags16 = rc->flags | (rc->c->dt == NCONV_BF16 ? NCONV_IGEMM_BF16 : 0);
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
