@@ -260,7 +260,7 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
     const int64_t pieces = nconv__split_pieces(&o->c, dir, s);
     if (pieces == 1) {
         nconv_exec e = {&o->c, dir, x, w, y, epi, ws, o->threads, nconv__ctx_pool(ctx), db_lanes, db_done, 0, o->k,
-                        packed, NULL};
+                        packed, NULL, &o->c};
         return run_piece(o, op, &e, 0, 1);
     }
     /* bwd_w: the first piece writes dw and db's lanes; the others add into dw, or write a dense
@@ -297,7 +297,7 @@ static nconv_status run_core(nconv_context *ctx, const nconv_oplan *o, const cha
         double *pl = db_lanes && done ? (more ? lanes : db_lanes) : NULL;
         nconv_exec e = {&p.c, dir, &xp, more && !acc ? &sum : w, &yp, epi ? &ep : NULL, ws, o->threads,
                         nconv__ctx_pool(ctx), pl, pl ? &piece_done : NULL, more && acc, o->k, packed,
-                        NULL};
+                        NULL, &o->c};
         nconv_status st = run_piece(o, op, &e, i, pieces);
         if (st) return st;
         done &= piece_done;

@@ -289,6 +289,9 @@ struct nconv_exec {
     /* Where the running algorithm names a path of its own that it took (NULL: none to name);
      * NCONV_VERBOSE prints it. */
     const char **path;
+    /* The whole call's problem, of which c may be a piece (split.c): whether an output stays in
+     * the cache for the next call depends on all of it. */
+    const nconv_core *whole;
 };
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */

@@ -430,7 +430,7 @@ nconv_status nconv__choose_timed(nconv_context *ctx, const nconv_core *c, nconv_
     }
     nconv_arena arena = {mem, room + 64, 0};
     const nconv_exec e = {c, dir, &x, &w, &y, NULL, &arena, threads, &ctx->pool, NULL, NULL, 0, nconv__kernels(), NULL,
-                          NULL};
+                          NULL, c};
     double best = 0;
     nconv_status st = NCONV_OK;
     for (int i = 0; i < nconv__algo_count() && !st; i++) {

@@ -1130,12 +1130,48 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
     }
 }
 
+/* igemm_planes' outputs over 32 MiB (the whole call's, which runs in pieces) are written with
+ * streamed stores by 16-lane kernels: a 1x1 forward of 2 to 128 channels (NCONV_VERBOSE names the
+ * path on its forward, not on its small dx) and a backward-data of 128 to 2 (the reverse); every direction
+ * with bias and relu against the reference, the same bits for 1 and 3 threads (test_big_cases). */
+static void test_planes_stream(void) {
+    if (!test_big_cases()) return;
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 79;
+    const int64_t chans[2][2] = {{2, 128}, {128, 2}};
+    for (int i = 0; i < 2; i++) {
+        nconv_problem p;
+        nconv_problem_init(&p, 2);
+        p.batch = 2, p.in_channels = chans[i][0], p.out_channels = chans[i][1];
+        p.in_size[0] = 182, p.in_size[1] = 183;
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes stream case %d: %s", i, nconv_last_error());
+        operands r, a, b;
+        char text[1 << 14] = "";
+        run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, 1, &rng, &r, &a, &b, text, sizeof text);
+        const char *fp = "core=fwd,algo=igemm_planes,", *bp = "core=bwd_d,algo=igemm_planes,";
+        const char *fwd = strstr(text, fp), *bwd_d = strstr(text, bp);
+        CHECK(fwd && bwd_d, "planes stream case %d: not on igemm_planes in\n%s", i, text);
+        if (fwd && bwd_d) {
+            const int fs = !strncmp(fwd + strlen(fp), "path=streamed stores", 20);
+            const int bs = !strncmp(bwd_d + strlen(bp), "path=streamed stores", 20);
+            const int lanes16 = nconv__kernels()->dw_vl >= 16;
+            CHECK(fs == (lanes16 && i == 0) && bs == (lanes16 && i == 1),
+                  "planes stream case %d: streamed stores on the wrong direction in\n%s", i, text);
+        }
+        check_1_3("planes stream", i, LAYOUT_NCX, &p, &r, &a, &b, 1);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* Depthwise rows in channel blocks (NCONV_VERBOSE names them): a small image at stride 1 in
  * blocks whose ring stays in L1 (fwd and bwd_d; bwd_w keeps one block), and rows of 1000
  * channels in blocks, units of a few rows; 64 channels in one block, the channels-last source
  * rows of fwd and (with 16-lane vectors) bwd_d read in place; a stride-2 bwd_d whose
  * channels-last dx (over 8 MiB) is written with streamed stores, of 40 channels (a part vector
- * with 16 lanes), its forward's smaller output not; every direction and the bias gradient
+ * with 16 lanes), its forward's smaller output not (test_big_cases); every direction and the bias gradient
  * (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3 threads,
  * channels-last and planar operands (bwd_w of these planes, with 16-lane vectors, on
  * depthwise_planes: checked). */
@@ -1150,7 +1186,7 @@ static void test_depthwise_blocks(void) {
         {1000, 20, 1, {"path=channel blocks,", "path=channel blocks,", "path=channel blocks,"}, 0},
         {64, 24, 1, {"path=rows in place", "path=rows in place", NULL}, 1},
         {40, 240, 2, {NULL, "path=streamed stores", NULL}, 1}};
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (test_big_cases() ? 4 : 3); i++)
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
             nconv_problem p;
             nconv_problem_init(&p, 2);
@@ -1662,6 +1698,7 @@ int main(int argc, char **argv) {
         {"adjoint", test_adjoint},
         {"winograd_nonfinite", test_winograd_nonfinite},
         {"planes16_out", test_planes16_out},
+        {"planes_stream", test_planes_stream},
     };
     const int n = (int)(sizeof tests / sizeof tests[0]);
     int part = 0, parts = 1;

@@ -804,12 +804,15 @@ static void sweep_gemm_ib7_np(const nconv_kernels *k, uint64_t *rng) {
 /* gemm_np against one gemm call per panel: the same bits, from zero, from
  * row initial values and accumulating, with relu, full and partial last
  * panels, kc even and odd, A packed and as rows of LDA floats (the packed
- * copy the per-panel calls read). */
+ * copy the per-panel calls read); with NCONV_GEMM_STREAM into rows whose
+ * vectors are aligned (the streamed stores), gemm_np and gemm alike against
+ * gemm's plain stores. */
 static void sweep_gemm_np(const nconv_kernels *k, uint64_t *rng) {
-    enum { KC = 21, NP = 5, BS = KC * 16 + 16, LD = NP * 16 + 3, LDA = 29 };
+    enum { KC = 21, NP = 5, BS = KC * 16 + 16, LD = NP * 16 + 16, LDA = 29 };
     float *a = malloc(sizeof(float) * KC * 6), *al = malloc(sizeof(float) * KC * LDA);
     float *b = aligned_alloc(64, sizeof(float) * NP * BS);
-    float *c1 = malloc(sizeof(float) * 6 * LD), *c2 = malloc(sizeof(float) * 6 * LD), rinit[6];
+    float *c1 = aligned_alloc(64, sizeof(float) * 6 * LD), *c2 = aligned_alloc(64, sizeof(float) * 6 * LD);
+    float *c3 = aligned_alloc(64, sizeof(float) * 6 * LD), rinit[6];
     for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
     for (int64_t i = 0; i < KC * 6; i++) a[i] = al[i / 6 * LDA + 3 + i % 6]; /* the six from column 3 on */
     for (int64_t i = 0; i < NP * BS; i++) b[i] = (float)test_uniform(rng);
@@ -818,20 +821,27 @@ static void sweep_gemm_np(const nconv_kernels *k, uint64_t *rng) {
         for (int64_t mr = 1; mr <= 6; mr++)
             for (int64_t np = 1; np <= NP; np++)
                 for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                    for (int mode = 0; mode < 8; mode++) { /* 0 zero, 1 rinit, 2 accumulate, 3 rinit + relu; +4 rows */
-                        const int flags =
-                            (mode % 4 == 2 ? NCONV_GEMM_ACCUMULATE : 0) | (mode % 4 == 3 ? NCONV_GEMM_RELU : 0);
+                    for (int mode = 0; mode < 16; mode++) {
+                        /* mode % 4: 0 zero, 1 rinit, 2 accumulate, 3 rinit + relu; +4 rows; +8 streamed,
+                         * C's rows aligned (else 3 floats on, LD - 3 apart) */
+                        const int flags = (mode % 4 == 2 ? NCONV_GEMM_ACCUMULATE : 0) |
+                                          (mode % 4 == 3 ? NCONV_GEMM_RELU : 0);
+                        const int stream = mode & 8 ? NCONV_GEMM_STREAM : 0;
+                        const int64_t off = stream ? 0 : 3, ld = stream ? LD : LD - 3;
                         const float *ri = mode % 4 == 1 || mode % 4 == 3 ? rinit : NULL;
-                        for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
-                        if (mode < 4) k->gemm_np(mr, np, nc_last, kc, a, 6, b, BS, c1, LD, ri, flags);
-                        else k->gemm_np(mr, np, nc_last, kc, al + 3, LDA, b, BS, c1, LD, ri, flags);
-                        for (int64_t q = 0; q < np; q++)
-                            k->gemm(mr, q + 1 < np ? 16 : nc_last, kc, a, b + q * BS, c2 + q * 16, LD, ri, flags);
-                        CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
+                        for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = c3[i] = (float)(i % 5) - 2.0f;
+                        if (mode % 8 < 4) k->gemm_np(mr, np, nc_last, kc, a, 6, b, BS, c1 + off, ld, ri, flags | stream);
+                        else k->gemm_np(mr, np, nc_last, kc, al + 3, LDA, b, BS, c1 + off, ld, ri, flags | stream);
+                        for (int64_t q = 0; q < np; q++) {
+                            const int64_t nc = q + 1 < np ? 16 : nc_last;
+                            k->gemm(mr, nc, kc, a, b + q * BS, c2 + off + q * 16, ld, ri, flags);
+                            k->gemm(mr, nc, kc, a, b + q * BS, c3 + off + q * 16, ld, ri, flags | stream);
+                        }
+                        CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD) && !memcmp(c3, c2, sizeof(float) * 6 * LD),
                               "%s gemm_np kc %lld mr %lld np %lld nc_last %lld mode %d: differs from per-panel calls",
                               k->name, (long long)kc, (long long)mr, (long long)np, (long long)nc_last, mode);
                     }
-    free(a), free(al), free(b), free(c1), free(c2);
+    free(a), free(al), free(b), free(c1), free(c2), free(c3);
 }
 
 /* chsum: every lane the same bits as adding its rows in order (the layouts'

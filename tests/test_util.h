@@ -47,6 +47,24 @@ static inline int test_light(void) {
     return e && !strcmp(e, "1");
 }
 
+/* Whether to run the cases whose operands are hundreds of megabytes (outputs large enough to be
+ * written with streamed stores): not in light runs nor under ThreadSanitizer, which look for
+ * other faults and take minutes over each. */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+static inline int test_big_cases(void) {
+#ifdef TEST_TSAN
+    return 0;
+#else
+    return !test_light();
+#endif
+}
+
 /* Seconds on a monotonic clock, for the tests' own timings. */
 static inline double test_seconds(void) {
     struct timespec t;

@@ -33,6 +33,9 @@
 #include "../kernels/kernels.h"
 
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h> /* _mm_sfence */
+#endif
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { K_BLOCK = 256 };        /* reduction rows per block */
@@ -49,6 +52,11 @@ enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most (but see LONG
 enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
+/* f32 outputs larger than the L3 a core shares (32 MiB) are written with non-temporal stores by
+ * the 16-lane kernels: smaller ones are still there when the next call reads them, and streaming
+ * would send them to memory; the 8-lane GEMM is slow enough that the reads for ownership overlap
+ * it. */
+#define PLANES_STREAM_BYTES ((size_t)32 << 20)
 
 /* Rows of the GEMM (output-side channels per group) and its reduction:
  * fwd, (c, tap) pairs, taps fastest; bwd_d (1x1 only), output channels. */
@@ -148,6 +156,7 @@ typedef struct planes_ctx {
     const nconv_view *src, *out, *z;
     double alpha;
     int relu;
+    int stream;            /* NCONV_GEMM_STREAM on the last reduction block (PLANES_STREAM_BYTES) */
     nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
     char *scratch;         /* per thread, scratch_bytes(c, rows, red) rounded */
 } planes_ctx;
@@ -423,7 +432,8 @@ static void run_task(void *arg, int tid, int nthreads) {
                     }
             }
             const int last = k0 + kc == pc->red;
-            const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0);
+            const int flags = (z || k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0) |
+                              (pc->stream && last ? NCONV_GEMM_STREAM : 0);
             /* Every pixel tile of the unit in one call (the kernel takes them in pairs, which share
              * A's loads): with short reductions (raw audio: 10) the call was the cost. With 16-lane
              * vectors, long ones on planes smaller than a page run the row tiles over a chunk of
@@ -457,6 +467,9 @@ static void run_task(void *arg, int tid, int nthreads) {
         for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
             cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
     }
+#if defined(__x86_64__) || defined(__i386__)
+    if (pc->stream) _mm_sfence(); /* the non-temporal stores land before the region ends */
+#endif
 }
 
 static nconv_status planes_bwd_w(const nconv_exec *e);
@@ -494,6 +507,11 @@ static nconv_status planes_run(const nconv_exec *e) {
         pc.alpha = e->epi->alpha;
         pc.relu = e->epi->relu;
     }
+    const nconv_core *all = e->whole ? e->whole : c;
+    const int64_t out_numel = fwd ? all->N * all->O * nconv__core_out_spatial(all)
+                                  : all->N * all->C * nconv__core_in_spatial(all);
+    pc.stream = !pc.cv && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
+    if (pc.stream && e->path) *e->path = "streamed stores";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
     return NCONV_OK;

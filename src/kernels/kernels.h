@@ -149,8 +149,11 @@ typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
  *   C[r][j] = init + sum_{k < kc} a[k * 6 + r] * b[k * 16 + j], then max(., 0) with NCONV_GEMM_RELU,
  * where init is C[r][j] with NCONV_GEMM_ACCUMULATE, else rinit[r] (0 when
  * rinit is NULL). b is 32-byte aligned; rows r < mr, columns j < nc are written.
+ * NCONV_GEMM_STREAM: f32 rows of 16 columns may be written with non-temporal
+ * stores where c and ldc keep the kernel's vectors aligned (the kernel checks);
+ * the caller fences (_mm_sfence) before they are read.
  */
-enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2, NCONV_GEMM_BF16 = 4 };
+enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2, NCONV_GEMM_BF16 = 4, NCONV_GEMM_STREAM = 8 };
 typedef void nconv_f32_gemm_t(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 typedef nconv_f32_gemm_t *nconv_f32_gemm_fn;

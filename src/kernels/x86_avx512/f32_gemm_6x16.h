@@ -73,6 +73,15 @@ static inline __attribute__((always_inline)) void gemm_lda(int64_t mr, int64_t n
         if (mr > 5) nconv__avx512_store16(c16 + 5 * ldc, nc, e5, bf16);
         return;
     }
+    if (nc == 16 && (flags & NCONV_GEMM_STREAM) && ((uintptr_t)c | (uintptr_t)ldc * sizeof(float)) % 64 == 0) {
+        _mm512_stream_ps(c, e0); /* outputs larger than the caches: no read for ownership */
+        if (mr > 1) _mm512_stream_ps(c + ldc, e1);
+        if (mr > 2) _mm512_stream_ps(c + 2 * ldc, e2);
+        if (mr > 3) _mm512_stream_ps(c + 3 * ldc, e3);
+        if (mr > 4) _mm512_stream_ps(c + 4 * ldc, e4);
+        if (mr > 5) _mm512_stream_ps(c + 5 * ldc, e5);
+        return;
+    }
     _mm512_mask_storeu_ps(c, m, e0);
     if (mr > 1) _mm512_mask_storeu_ps(c + ldc, m, e1);
     if (mr > 2) _mm512_mask_storeu_ps(c + 2 * ldc, m, e2);
@@ -162,6 +171,17 @@ static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t
             if (mr > 4) STORE16(4);
             if (mr > 5) STORE16(5);
 #undef STORE16
+            continue;
+        }
+        if (m == 0xffff && (flags & NCONV_GEMM_STREAM) && ((uintptr_t)cq | (uintptr_t)ldc * sizeof(float)) % 64 == 0) {
+#define STREAM_ROW(r) _mm512_stream_ps(cq + r * ldc, e##r), _mm512_stream_ps(cq + r * ldc + 16, f##r)
+            STREAM_ROW(0); /* see gemm_lda */
+            if (mr > 1) STREAM_ROW(1);
+            if (mr > 2) STREAM_ROW(2);
+            if (mr > 3) STREAM_ROW(3);
+            if (mr > 4) STREAM_ROW(4);
+            if (mr > 5) STREAM_ROW(5);
+#undef STREAM_ROW
             continue;
         }
         _mm512_storeu_ps(cq, e0), _mm512_mask_storeu_ps(cq + 16, m, f0);
