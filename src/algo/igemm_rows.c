@@ -197,7 +197,34 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         for (int64_t i = r0; i < r1; i++) ao[i - r0] = j->g * g->kc + i * lda;
         for (int64_t i = r0; i < r1; i++) co[i - r0] = j->g * g->rows_cols + i * ldc;
     }
-    for (int64_t i = r0; i < r1 && !g->pointwise; i++) {
+    const int dot16 = g->dot16;
+    const int pack = !dot16 && (g->pack_a || rc->src16);
+    /* W-folded f32 forward: a tap's A row steps s * Cg floats from pixel to pixel of an output
+     * row, so the row pointers are made a run of pixels at a time from the row's starts rather
+     * than decoded pixel by pixel through offsets, which with reductions this short rivals the
+     * GEMM itself. */
+    const int fold_rows = rc->dir == NCONV_DIR_FWD && g->wfold && !pack && !dot16 && !rc->dst16;
+    for (int64_t i = r0; i < r1 && fold_rows;) {
+        const nconv_core *c = rc->c;
+        const int64_t step = c->s[2] * g->Cg, run = r1 - i < c->out[2] - px.o[2] ? r1 - i : c->out[2] - px.o[2];
+        fwd_row_bases(rc, j, &px, rb);
+        /* block rows [i - r0, i - r0 + run) of A, tile by tile: n rows from row rt of the tile */
+        for (int64_t b = i - r0; b < i - r0 + run;) {
+            const int64_t tile = b / MR, rt = b % MR, n = MR - rt < i - r0 + run - b ? MR - rt : i - r0 + run - b;
+            for (int64_t t = 0; t < j->ks; t++) {
+                const float *p = rb[t] == NO_ROW ? NULL : rc->src + rb[t] + (px.o[2] + b - (i - r0)) * step;
+                const float **at = a + (tile * j->ks + t) * MR + rt;
+                for (int64_t q = 0; q < n; q++) at[q] = p ? p + q * step : rc->zero;
+            }
+            b += n;
+        }
+        float *crow0 = rc->dst + i * c->O + j->g * g->Og;
+        for (int64_t q = 0; q < run; q++) crow[i - r0 + q] = crow0 + q * c->O;
+        i += run;
+        px.o[2] += run - 1; /* to the run's last pixel, then past it */
+        pixel_next(c, &px);
+    }
+    for (int64_t i = r0; i < r1 && !g->pointwise && !fold_rows; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         int64_t *at = ao + tile * j->ks * MR + r;
         if (rc->dir == NCONV_DIR_FWD) {
@@ -212,19 +239,22 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     /* Rows past the end of the last tile repeat its first row (read, never written). */
     for (int64_t i = r1; i < r0 + ntiles * MR; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
-        for (int64_t t = 0; t < j->ks; t++) ao[(tile * j->ks + t) * MR + r] = ao[(tile * j->ks + t) * MR];
+        for (int64_t t = 0; t < j->ks; t++) {
+            if (fold_rows) a[(tile * j->ks + t) * MR + r] = a[(tile * j->ks + t) * MR];
+            else ao[(tile * j->ks + t) * MR + r] = ao[(tile * j->ks + t) * MR];
+        }
     }
     const int64_t na = ntiles * j->ks * MR, ldb = g->panels * NR;
     /* On bf16 pairs (g->dot16) the 16-bit source (channels-last, see nconv__igemm_setup) is read
      * as it lies; else A is packed per reduction block from ao (pack_a, and widened from 16-bit
      * sources) or read through a. */
-    const int dot16 = g->dot16;
     const uint16_t **a16 = (const uint16_t **)sc->a;
     const uint16_t *const zero16 = (const uint16_t *)rc->zero;
-    const int pack = !dot16 && (g->pack_a || rc->src16);
     for (int64_t i = 0; dot16 && i < na; i++) a16[i] = ao[i] == NO_ROW ? zero16 : rc->src16 + ao[i];
-    for (int64_t i = 0; !dot16 && !pack && i < na; i++) a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
-    for (int64_t i = r0; i < r1; i++) crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
+    for (int64_t i = 0; !dot16 && !pack && !fold_rows && i < na; i++)
+        a[i] = ao[i] == NO_ROW ? rc->zero : rc->src + ao[i];
+    for (int64_t i = r0; i < r1 && !fold_rows; i++)
+        crow[i - r0] = rc->dst16 ? sc->cbuf + (i - r0) * ldb : rc->dst + co[i - r0];
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
     /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
      * is one block, else summed in cbuf and narrowed after the block. */
