@@ -7,8 +7,8 @@
  *   stores; the plane-store variant;
  * - the all-panels variants against per-panel calls, bit for bit
  *   (sweep_igemm_np, sweep_igemm_planes_np, sweep_gemm_ib_np, sweep_gemm_np), igemm_rows and
- *   igemm_rows16 against igemm_np's and igemm_np16's tiles (sweep_igemm_rows), gemm_ib7_np against
- *   f64 sums,
+ *   igemm_rows16 against igemm_np's and igemm_np16's tiles (sweep_igemm_rows), gemm_ib7_np and
+ *   gemm_ib9_np against f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
  * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels,
@@ -750,16 +750,18 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
     free(al), free(bm), free(c1), free(c2);
 }
 
-/* gemm_ib7_np (tables that have it) against f64 sums: rows 1-7, full and partial last panels
- * of one to five, kc even and odd (the unrolled and the single steps), A packed seven to a
- * step, as rows of LDA floats and as overlapping windows 3 floats apart, B rows in place or in
- * panels; nothing outside the mr x columns block is written. */
-static void sweep_gemm_ib7_np(const nconv_kernels *k, uint64_t *rng) {
-    if (!k->gemm_ib7_np) return;
-    enum { KC = 24, NP = 5, LD = NP * 16 + 3, LDA = 29 };
-    const int64_t ldas[3] = {7, LDA, 3};
+/* The kernels of tiles taller than 6 (gemm_ib7_np, gemm_ib9_np: `name`, of `tall` rows; tables
+ * that have them) against f64 sums: rows 1 to tall, full and partial last panels of one to five, kc
+ * even and odd (the unrolled and the single steps), A packed tall to a step, as rows of LDA floats
+ * and as overlapping windows 3 floats apart, B rows in place or in panels; nothing outside the mr
+ * x columns block is written. */
+static void sweep_gemm_ib_tall(const nconv_kernels *k, nconv_f32_gemm_ib_np_fn ib, int64_t tall, const char *name,
+                               uint64_t *rng) {
+    if (!ib) return;
+    enum { KC = 24, NP = 5, LD = NP * 16 + 3, LDA = 29, TALL = 9 };
+    const int64_t ldas[3] = {tall, LDA, 3};
     float *al = malloc(sizeof(float) * KC * LDA), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
-    float *c = malloc(sizeof(float) * 7 * LD);
+    float *c = malloc(sizeof(float) * TALL * LD);
     const float *rows[KC];
     for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
     for (int64_t i = 0; i < KC * NP * 16 * 2; i++) bm[i] = (float)test_uniform(rng);
@@ -768,16 +770,16 @@ static void sweep_gemm_ib7_np(const nconv_kernels *k, uint64_t *rng) {
             const int64_t boff = packed ? 0 : 5, bs = packed ? KC * 16 : 16;
             for (int64_t i = 0; i < KC; i++) rows[i] = bm + i * (packed ? 16 : NP * 16 + 5);
             for (int l = 0; l < 3; l++)
-                for (int64_t mr = 1; mr <= 7; mr++)
+                for (int64_t mr = 1; mr <= tall; mr++)
                     for (int64_t np = 1; np <= NP; np++)
                         for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
                             for (int acc = 0; acc < 2; acc++) {
                                 const float *a = al + (l == 1 ? 3 : 0);
-                                for (int64_t i = 0; i < 7 * LD; i++) c[i] = (float)(i % 5) - 2.0f;
-                                k->gemm_ib7_np(mr, np, nc_last, kc, a, ldas[l], rows, boff, bs, c, LD, acc);
+                                for (int64_t i = 0; i < TALL * LD; i++) c[i] = (float)(i % 5) - 2.0f;
+                                ib(mr, np, nc_last, kc, a, ldas[l], rows, boff, bs, c, LD, acc);
                                 double err = 0;
                                 int outside = 0;
-                                for (int64_t r = 0; r < 7; r++)
+                                for (int64_t r = 0; r < TALL; r++)
                                     for (int64_t j = 0; j < LD; j++) {
                                         const float before = (float)((r * LD + j) % 5) - 2.0f;
                                         const int64_t q = j / 16;
@@ -792,9 +794,9 @@ static void sweep_gemm_ib7_np(const nconv_kernels *k, uint64_t *rng) {
                                         err = d > err ? d : err;
                                     }
                                 CHECK(err <= 1e-5 && !outside,
-                                      "%s gemm_ib7_np kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld acc %d: "
+                                      "%s %s kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld acc %d: "
                                       "err %g, wrote outside %d",
-                                      k->name, (long long)kc, packed, (long long)ldas[l], (long long)mr, (long long)np,
+                                      k->name, name, (long long)kc, packed, (long long)ldas[l], (long long)mr, (long long)np,
                                       (long long)nc_last, acc, err, outside);
                             }
         }
@@ -1438,7 +1440,8 @@ int main(void) {
         sweep_igemm_np16(k, &krng);
         sweep_igemm_planes_np(k, &krng);
         sweep_gemm_ib_np(k, &krng);
-        sweep_gemm_ib7_np(k, &krng);
+        sweep_gemm_ib_tall(k, k->gemm_ib7_np, 7, "gemm_ib7_np", &krng);
+        sweep_gemm_ib_tall(k, k->gemm_ib9_np, 9, "gemm_ib9_np", &krng);
         sweep_gemm_np(k, &krng);
         sweep_gemm_np16(k, &krng);
         sweep_bf16_igemm_np(k, &krng);

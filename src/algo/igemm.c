@@ -130,9 +130,14 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
      * reused over taps) with rows of 256 B and x read in place too (see bw_range's pack). The
      * products and sums are those of the packed tiles. */
     g->bw_dy_rows = !g->bw_swap && g->KS == 1 && c->O * (int64_t)sizeof(float) <= 256 && c->C < 256 ? g->Og / MR : 0;
-    /* W-folded swapped rows of 7 taps x 3 channels (the RGB stem) fill 6-row tiles to 21 of 24. */
-    const nconv_f32_gemm_ib_np_fn ib7 = nconv__kernels()->gemm_ib7_np;
-    g->bw_mr = ib7 && g->wfold && g->bw_swap && nconv__div_up(width, 7) * 7 < nconv__div_up(width, MR) * MR ? 7 : MR;
+    /* W-folded swapped rows of 7 taps x 3 channels (the 7 x 7 RGB stem) fill 6-row tiles to 21 of
+     * 24, those of 3 x 3 to 9 of 12: tiles of 7 or 9 rows where the kernel table has them. A tile
+     * reads all its rows, past the copy's slack of MR floats for a part tile of 9: whole ones only. */
+    const nconv_kernels *kt = nconv__kernels();
+    g->bw_mr = MR;
+    if (g->wfold && g->bw_swap && kt->gemm_ib9_np && width % 9 == 0) g->bw_mr = 9;
+    else if (g->wfold && g->bw_swap && kt->gemm_ib7_np && nconv__div_up(width, 7) * 7 < nconv__div_up(width, MR) * MR)
+        g->bw_mr = 7;
     /* Small weights (1x1 and input layers) have few units to share out, and every thread
      * would stream all of x and dy: threads take chunks of the pixels instead, each with
      * its own sums (at most 4 MiB in all), added in chunk order afterwards. Chunks depend

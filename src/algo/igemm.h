@@ -37,7 +37,7 @@ typedef struct geo {
     int64_t bw_chunks; /* bwd_w: pixel chunks reduced separately, then summed in order (see bw_task) */
     int bw_swap;       /* bwd_w: tile rows are input columns (Cg, or KW * Cg when W-folded), else output channels */
     int64_t bw_dy_rows; /* bwd_w, not swapped: leading row tiles whose dy^T is read from dy's rows in place */
-    int64_t bw_mr;      /* bwd_w: rows per tile, MR or (7 x 16 kernel, W-folded swapped) 7 */
+    int64_t bw_mr;      /* bwd_w: rows per tile, MR or (W-folded swapped: the 7 x 16 and 9 x 16 kernels) 7, 9 */
     int pack_a;        /* row GEMM: copy A rows of a block into contiguous scratch first */
     int prefetch_a;    /* row GEMM, 1x1: fetch the next tile's A rows while a tile computes */
     int wfold;         /* fwd, bwd_w: (kw, c) read as one run of a W-padded input copy (thin channels) */

@@ -255,11 +255,13 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                 /* W-folded, along an output row pixel k + 1's run starts s[2] * Cg floats after
                  * pixel k's: tile o of x^T is the padded input itself from column o * bw_mr on,
                  * read with that stride (conv1's x^T copies were a fifth of its bwd_w). The kernel
-                 * calls go row by row; a row of padding (the zero row) adds nothing. Tiles read up
-                 * to bw_mr - 1 <= MR floats past a run's end (the copy has MR floats of slack):
-                 * rows past rows_n, never stored. */
+                 * calls go row by row; a row of padding (the zero row) adds nothing. Part tiles
+                 * (of 6 or 7 rows) read up to MR floats past a run's end (the copy has MR floats of
+                 * slack): rows past rows_n, never stored. */
                 const int64_t lda = g->wfold ? c->s[2] * g->Cg : MR;
-                const nconv_f32_gemm_ib_np_fn ib = g->bw_mr == 7 ? bc->k->gemm_ib7_np : bc->k->gemm_ib_np;
+                const nconv_f32_gemm_ib_np_fn ib = g->bw_mr == 9   ? bc->k->gemm_ib9_np
+                                                   : g->bw_mr == 7 ? bc->k->gemm_ib7_np
+                                                                   : bc->k->gemm_ib_np;
                 for (int64_t k = 0; k < kc;) {
                     int64_t e = kc;
                     if (g->wfold) {

@@ -142,7 +142,8 @@ typedef void nconv_f32_gemm_ib_np_t(int64_t mr, int64_t np, int64_t nc_last, int
 typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
 
 /* The same with up to 7 rows (mr <= 7, A read as a[k * lda + r] for r < 7), for tile rows that
- * come in sevens (W-folded 7-tap thin inputs); NULL in tables without one. */
+ * come in sevens (W-folded 7-tap thin inputs); NULL in tables without one. gemm_ib9_np: up to 9
+ * rows (r < 9 read), for rows in nines (3 taps of 3 channels). */
 
 /*
  * Packed GEMM, up to 6 x 16 (the BLIS micro-kernel):
@@ -367,6 +368,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(gemm_np, f32_gemm_np, f32_gemm_6x16_np, avx2, avx512)                     \
     X(gemm_np16, f32_gemm_np16, f32_gemm_6x16_np16, avx2, avx512_bf16)          \
     X(gemm_ib7_np, f32_gemm_ib_np, f32_gemm_ib_7x16_np, NONE, avx512)         \
+    X(gemm_ib9_np, f32_gemm_ib_np, f32_gemm_ib_9x16_np, NONE, avx512)         \
     X(bf16_igemm_np, bf16_igemm_np, bf16_igemm_6x16_np, NONE, avx512_bf16_only)
 #define NCONV_LAYOUT_KERNELS(X)                                                 \
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
@@ -423,7 +425,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     NCONV_DECLARE_##avx2(type, function) NCONV_DECLARE_##avx512(type, function)
 NCONV_KERNELS(NCONV_DECLARE_KERNEL)
 
-/* The kernels of one ISA; the f32 ones share the 6 x 16 tile (gemm_ib7_np: 7 x 16). */
+/* The kernels of one ISA; the f32 ones share the 6 x 16 tile (gemm_ib7_np: 7 x 16, gemm_ib9_np: 9 x 16). */
 #define NCONV_KERNEL_SLOT(slot, type, function, avx2, avx512) nconv_##type##_fn slot;
 typedef struct nconv_kernels {
     nconv_isa isa;

@@ -1,20 +1,8 @@
 /* GEMM with indirect B rows, 7 x 16 tiles, portable C (contract in ../kernels.h). */
-#include "../kernels.h"
+#include "gemm_ib_tall.h"
 
 void nconv_f32_gemm_ib_7x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                         int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
                                         int64_t ldc, int accumulate) {
-    for (int64_t q = 0; q < np; q++) {
-        const int64_t nc = q + 1 < np ? 16 : nc_last;
-        float acc[7][16] = {{0}};
-        const float *ak = a;
-        for (int64_t k = 0; k < kc; k++, ak += lda) {
-            const float *bk = b[k] + boff + q * bs;
-            for (int64_t r = 0; r < 7; r++)
-                for (int64_t j = 0; j < nc; j++) acc[r][j] += ak[r] * bk[j];
-        }
-        float *cq = c + q * 16;
-        for (int64_t r = 0; r < mr; r++)
-            for (int64_t j = 0; j < nc; j++) cq[r * ldc + j] = accumulate ? cq[r * ldc + j] + acc[r][j] : acc[r][j];
-    }
+    gemm_ib_tall(7, mr, np, nc_last, kc, a, lda, b, boff, bs, c, ldc, accumulate);
 }
