@@ -302,6 +302,13 @@ int nconv__parallel_width(const nconv_exec *e);
 /* Outputs of this many bytes and more are not read again from the cache before they leave it:
  * algorithms may write them with non-temporal stores (no read for ownership), then fence. */
 #define NCONV_STREAM_OUTPUT_BYTES ((size_t)4 << 20)
+/* The fence a thread issues after its non-temporal stores, before its parallel region ends: they
+ * are weakly ordered, and the caller or another thread reads the output next. */
+static inline void nconv__stream_fence(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_sfence();
+#endif
+}
 
 /* The activations a call copies into channels-last f32 buffers: those not NHWC
  * f32 already, and its output when z is given (nconv__nxc_input, _output).

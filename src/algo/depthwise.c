@@ -32,9 +32,6 @@
 
 #include <math.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h> /* _mm_sfence */
-#endif
 
 /* Bytes of ring one thread may fill: the rows of an output row's reach stay in L2. Where the
  * source of an image stays in L2 while the channel blocks take turns over it (RING_IMAGE_BYTES;
@@ -663,9 +660,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
         else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
                       q0, q1);
     }
-#if defined(__x86_64__) || defined(__i386__)
-    if (d->flags & NCONV_DW_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
-#endif
+    if (d->flags & NCONV_DW_STREAM) nconv__stream_fence();
 }
 
 /* bwd_w: dw[ch][t] = the units' partial sums, added in unit order, and the bias gradient's (in lane

@@ -33,9 +33,6 @@
 #include "../kernels/kernels.h"
 
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h> /* _mm_sfence */
-#endif
 
 enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { K_BLOCK = 256 };        /* reduction rows per block */
@@ -467,9 +464,7 @@ static void run_task(void *arg, int tid, int nthreads) {
         for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
             cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
     }
-#if defined(__x86_64__) || defined(__i386__)
-    if (pc->stream) _mm_sfence(); /* the non-temporal stores land before the region ends */
-#endif
+    if (pc->stream) nconv__stream_fence();
 }
 
 static nconv_status planes_bwd_w(const nconv_exec *e);

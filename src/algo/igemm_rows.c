@@ -9,9 +9,6 @@
 
 #include <math.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h> /* _mm_sfence */
-#endif
 
 /* --------------------------------------------------- row GEMM (fwd, bwd_d) */
 
@@ -204,8 +201,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
      * than decoded pixel by pixel through offsets, which with reductions this short rivals the
      * GEMM itself. */
     const int fold_rows = rc->dir == NCONV_DIR_FWD && g->wfold && !pack && !dot16 && !rc->dst16;
+    const nconv_core *c = rc->c;
     for (int64_t i = r0; i < r1 && fold_rows;) {
-        const nconv_core *c = rc->c;
         const int64_t step = c->s[2] * g->Cg, run = r1 - i < c->out[2] - px.o[2] ? r1 - i : c->out[2] - px.o[2];
         fwd_row_bases(rc, j, &px, rb);
         /* block rows [i - r0, i - r0 + run) of A, tile by tile: n rows from row rt of the tile */
@@ -475,9 +472,7 @@ static void row_task(void *arg, int tid, int nthreads) {
         for (int64_t b = 0; b < row_blocks(j, &rc->g); b++)
             row_block(rc, j, b * rc->pgroups + pg, &sc);
     }
-#if defined(__x86_64__) || defined(__i386__)
-    if (rc->flags & NCONV_IGEMM_STREAM) _mm_sfence(); /* the non-temporal stores land before the region ends */
-#endif
+    if (rc->flags & NCONV_IGEMM_STREAM) nconv__stream_fence();
 }
 
 /* The kernel tap (index into the weights' taps) of bwd_d job j's tap row tr. */
