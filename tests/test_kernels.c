@@ -639,25 +639,32 @@ static void sweep_igemm_planes_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(w), free(init), free(c1), free(c2);
 }
 
-/* transpose: every element moved exactly, nothing written outside rows x cols of dst,
- * over sizes around the 8 x 8 and 16 x 16 tiles and 32 x 32 blocks. */
+/* transpose and transpose_stream: every element moved exactly, nothing written outside rows x
+ * cols of dst, over sizes around the 8 x 8 and 16 x 16 tiles, 32 x 32 blocks and the streaming
+ * kernels' 256-float passes, dst on and off cache-line boundaries (its rows' starts vary too). */
 static void sweep_transpose(const nconv_kernels *k, uint64_t *rng) {
-    const int64_t sz[] = {1, 5, 7, 8, 9, 14, 15, 16, 17, 31, 32, 33, 47, 70};
+    const int64_t sz[] = {1, 5, 7, 8, 9, 14, 15, 16, 17, 31, 32, 33, 47, 70, 300};
     enum { N = sizeof sz / sizeof sz[0] };
-    for (int ri = 0; ri < N; ri++)
-        for (int ci = 0; ci < N; ci++) {
-            const int64_t rows = sz[ri], cols = sz[ci], lds = cols + 3, ldd = rows + 5;
-            float *src = malloc(sizeof(float) * (size_t)(rows * lds)), *dst = malloc(sizeof(float) * (size_t)(cols * ldd));
-            for (int64_t i = 0; i < rows * lds; i++) src[i] = (float)test_uniform(rng);
-            for (int64_t i = 0; i < cols * ldd; i++) dst[i] = NAN;
-            k->transpose(rows, cols, src, lds, dst, ldd);
-            int ok = 1;
-            for (int64_t j = 0; j < cols; j++)
-                for (int64_t i = 0; i < ldd; i++)
-                    ok &= i < rows ? dst[j * ldd + i] == src[i * lds + j] : isnan(dst[j * ldd + i]);
-            CHECK(ok, "%s transpose rows %lld cols %lld: wrong or outside", k->name, (long long)rows, (long long)cols);
-            free(src), free(dst);
-        }
+    const nconv_f32_transpose_fn fns[2] = {k->transpose, k->transpose_stream};
+    for (int f = 0; f < 2; f++)
+        for (int64_t off = 0; fns[f] && off < 2 * f + 1; off += 3)
+            for (int ri = 0; ri < N; ri++)
+                for (int ci = 0; ci < N; ci++) {
+                    const int64_t rows = sz[ri], cols = sz[ci], lds = cols + 3, ldd = rows + 5 + 11 * f;
+                    float *src = malloc(sizeof(float) * (size_t)(rows * lds));
+                    float *mem = aligned_alloc(64, sizeof(float) * (size_t)((cols * ldd + off + 15) / 16 * 16));
+                    float *dst = mem + off;
+                    for (int64_t i = 0; i < rows * lds; i++) src[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < cols * ldd; i++) dst[i] = NAN;
+                    fns[f](rows, cols, src, lds, dst, ldd);
+                    int ok = 1;
+                    for (int64_t j = 0; j < cols; j++)
+                        for (int64_t i = 0; i < ldd; i++)
+                            ok &= i < rows ? dst[j * ldd + i] == src[i * lds + j] : isnan(dst[j * ldd + i]);
+                    CHECK(ok, "%s %s rows %lld cols %lld dst offset %lld: wrong or outside", k->name,
+                          f ? "transpose_stream" : "transpose", (long long)rows, (long long)cols, (long long)off);
+                    free(src), free(mem);
+                }
 }
 
 /* f16 / bf16 transposes: each element moved and converted as the scalar conversions do, bit for

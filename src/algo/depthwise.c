@@ -20,8 +20,8 @@
  *          them (weights packed by tap phase, (k d) mod s); dx row (id, ih) reads the dy rows
  *          its taps reach, and only those.
  * Outputs are written in place where they are f32 with channels or pixels contiguous (pixels:
- * through a row buffer of one block, transposed; channels: with non-temporal stores where the
- * output is large, DW_STREAM_BYTES); other layouts and dtypes, and z, go through a channels-last
+ * through a row buffer of one block, transposed; both with non-temporal stores where the output
+ * is large, DW_STREAM_BYTES); other layouts and dtypes, and z, go through a channels-last
  * copy. Threads take units of rows of one block, each computing whole outputs
  * (fwd, bwd_d); for bwd_w each unit sums its rows into a partial of its own and the partials
  * are added in unit order. Units follow the problem, not the thread count (bwd_w), so neither
@@ -299,6 +299,7 @@ typedef struct dw_ctx {
     float *partial;        /* bwd_w: per unit, [block][KS][channel of block], then the bias gradient's [cpad] */
     double *lanes;         /* bwd_w: the bias gradient's lanes (nconv_exec.db_lanes), or NULL */
     int flags;             /* NCONV_DW_RELU, NCONV_DW_STREAM: the kernels' stores */
+    nconv_f32_transpose_fn planes_out; /* planar outputs: the row buffer's transpose into the planes */
     nconv_share *shares;
     char *scratch;
     size_t scratch_stride;
@@ -432,8 +433,8 @@ static void out_planes(const dw_ctx *d, const dw_scratch *s, int64_t n, int64_t 
     if (d->out.chan || np <= 0) return;
     const nconv_view *v = d->out.v;
     const int64_t c0 = block_c0(d->g, k), cw = block_cw(d->g, k), nc = d->c->C - c0 < cw ? d->c->C - c0 : cw;
-    d->k->transpose(np, nc, s->rowbuf, cw, (float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1] + p0,
-                    v->stride[1]);
+    d->planes_out(np, nc, s->rowbuf, cw, (float *)v->data + row_offset(v, n, a, b) + c0 * v->stride[1] + p0,
+                  v->stride[1]);
 }
 
 /* A segment of a unit's rows: pixels p0 .. p0 + np, the ring emptied. */
@@ -660,7 +661,7 @@ static void dw_task(void *arg, int tid, int nthreads) {
         else fwd_unit(d, &s, d->partial ? d->partial + ru * (nconv__core_kernel_spatial(d->c) + 1) * g->cpad : NULL, n,
                       q0, q1);
     }
-    if (d->flags & NCONV_DW_STREAM) nconv__stream_fence();
+    if ((d->flags & NCONV_DW_STREAM) || d->planes_out != d->k->transpose) nconv__stream_fence();
 }
 
 /* bwd_w: dw[ch][t] = the units' partial sums, added in unit order, and the bias gradient's (in lane
@@ -803,11 +804,22 @@ static nconv_status dw_run(const nconv_exec *e) {
     }
     nconv__epi_init(fuse ? e->epi : NULL, init, c->C);
     d.flags = fuse && e->epi && e->epi->relu ? NCONV_DW_RELU : 0;
-    /* outputs written in place that leave the cache before they are read (DW_STREAM_BYTES) */
-    const int64_t out_spatial = e->dir == NCONV_DIR_FWD ? nconv__core_out_spatial(c) : nconv__core_in_spatial(c);
-    if (fuse && d.out.chan && sizeof(float) * (size_t)(c->N * out_spatial * c->C) >= DW_STREAM_BYTES)
-        d.flags |= NCONV_DW_STREAM;
-    if (e->path) *e->path = path_name(&g, d.direct, d.flags & NCONV_DW_STREAM);
+    /* Outputs written in place that leave the cache before they are read (DW_STREAM_BYTES): the
+     * size is the whole call's for bwd_d and planar outputs, whose pieces each measured faster
+     * streamed, and the piece's for channels-last fwd, whose pieces of 3-4 MiB measured slower
+     * streamed. Planes are streamed where their rows are whole cache lines: rows that share their
+     * end lines with the next ones, each written by ordinary stores, measured slower. */
+    const nconv_core *all = e->whole ? e->whole : c;
+    const int fwd = e->dir == NCONV_DIR_FWD;
+    const int64_t spatial = fwd ? nconv__core_out_spatial(c) : nconv__core_in_spatial(c);
+    const size_t piece = sizeof(float) * (size_t)(c->N * c->C * spatial);
+    const size_t whole = sizeof(float) * (size_t)(all->N * all->C * spatial);
+    if (fuse && d.out.chan && (fwd ? piece : whole) >= DW_STREAM_BYTES) d.flags |= NCONV_DW_STREAM;
+    const int lines = d.out.v->shape[4] % 16 == 0;
+    d.planes_out = fuse && d.out.planar && whole >= DW_STREAM_BYTES && lines && e->k->transpose_stream
+                       ? e->k->transpose_stream
+                       : e->k->transpose;
+    if (e->path) *e->path = path_name(&g, d.direct, (d.flags & NCONV_DW_STREAM) || d.planes_out != e->k->transpose);
     nconv__share_split(shares, g.units, threads);
     nconv__parallel(e, dw_task, &d);
     if (!fuse) nconv__scatter_nxc_f32(e, out, d.out.v->data, e->epi);

@@ -271,7 +271,9 @@ typedef void nconv_f32_gfwd_t(int64_t n, int64_t q, int64_t ks, const float *con
                                   const float *w, const float *init, float *dst, int64_t ds, int relu);
 typedef nconv_f32_gfwd_t *nconv_f32_gfwd_fn;
 
-/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. */
+/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. transpose_stream: the same, dst's
+ * whole cache lines written with non-temporal stores where the ISA has them (the caller fences
+ * before others read dst); NULL where streaming measured no faster. */
 typedef void nconv_f32_transpose_t(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
 typedef nconv_f32_transpose_t *nconv_f32_transpose_fn;
@@ -372,6 +374,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(bf16_igemm_np, bf16_igemm_np, bf16_igemm_6x16_np, NONE, avx512_bf16_only)
 #define NCONV_LAYOUT_KERNELS(X)                                                 \
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
+    X(transpose_stream, f32_transpose, f32_transpose_stream, avx2, avx512)      \
     X(chsum, f32_chsum, f32_chsum, avx2, avx512)
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
     X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
