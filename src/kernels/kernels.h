@@ -271,9 +271,9 @@ typedef void nconv_f32_gfwd_t(int64_t n, int64_t q, int64_t ks, const float *con
                                   const float *w, const float *init, float *dst, int64_t ds, int relu);
 typedef nconv_f32_gfwd_t *nconv_f32_gfwd_fn;
 
-/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. transpose_stream: the same, dst's
- * whole cache lines written with non-temporal stores where the ISA has them (the caller fences
- * before others read dst); NULL where streaming measured no faster. */
+/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. transpose_stream: the same, each
+ * dst row written from start to end, its whole cache lines with non-temporal stores (the caller
+ * fences before others read dst; portable C: the plain transpose). */
 typedef void nconv_f32_transpose_t(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst,
                                        int64_t ldd);
 typedef nconv_f32_transpose_t *nconv_f32_transpose_fn;
