@@ -47,6 +47,8 @@ void nconv__core_from_problem(const nconv_problem *p, nconv_core *c);
 int64_t nconv__core_in_spatial(const nconv_core *c);
 int64_t nconv__core_out_spatial(const nconv_core *c);
 int64_t nconv__core_kernel_spatial(const nconv_core *c);
+/* Elements of the output of direction dir (fwd: y, bwd_d: dx; bwd_w: dw). */
+int64_t nconv__core_output_numel(const nconv_core *c, nconv_direction dir);
 
 #include "pad_index.h" /* nconv__map_index */
 
@@ -293,6 +295,9 @@ struct nconv_exec {
      * the cache for the next call depends on all of it. */
     const nconv_core *whole;
 };
+
+/* The whole call's problem of e (its own where it runs unsplit). */
+static inline const nconv_core *nconv__exec_whole(const nconv_exec *e) { return e->whole ? e->whole : e->c; }
 
 /* The parallel region of an algorithm: e's thread count, on e's pool. */
 void nconv__parallel(const nconv_exec *e, nconv_task_fn fn, void *arg);

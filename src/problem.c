@@ -250,6 +250,11 @@ void nconv__core_from_problem(const nconv_problem *p, nconv_core *c) {
 int64_t nconv__core_in_spatial(const nconv_core *c) { return c->in[0] * c->in[1] * c->in[2]; }
 int64_t nconv__core_out_spatial(const nconv_core *c) { return c->out[0] * c->out[1] * c->out[2]; }
 int64_t nconv__core_kernel_spatial(const nconv_core *c) { return c->k[0] * c->k[1] * c->k[2]; }
+int64_t nconv__core_output_numel(const nconv_core *c, nconv_direction dir) {
+    return dir == NCONV_DIR_FWD     ? c->N * c->O * nconv__core_out_spatial(c)
+           : dir == NCONV_DIR_BWD_D ? c->N * c->C * nconv__core_in_spatial(c)
+                                    : c->O * (c->C / c->G) * nconv__core_kernel_spatial(c);
+}
 
 /* ------------------------------------------------------ text renderings */
 

@@ -809,12 +809,9 @@ static nconv_status dw_run(const nconv_exec *e) {
      * streamed, and the piece's for channels-last fwd, whose pieces of 3-4 MiB measured slower
      * streamed. Planes are streamed where their rows are whole cache lines: rows that share their
      * end lines with the next ones, each written by ordinary stores, measured slower. */
-    const nconv_core *all = e->whole ? e->whole : c;
-    const int fwd = e->dir == NCONV_DIR_FWD;
-    const int64_t spatial = fwd ? nconv__core_out_spatial(c) : nconv__core_in_spatial(c);
-    const size_t piece = sizeof(float) * (size_t)(c->N * c->C * spatial);
-    const size_t whole = sizeof(float) * (size_t)(all->N * all->C * spatial);
-    if (fuse && d.out.chan && (fwd ? piece : whole) >= DW_STREAM_BYTES) d.flags |= NCONV_DW_STREAM;
+    const size_t piece = sizeof(float) * (size_t)nconv__core_output_numel(c, e->dir);
+    const size_t whole = sizeof(float) * (size_t)nconv__core_output_numel(nconv__exec_whole(e), e->dir);
+    if (fuse && d.out.chan && (e->dir == NCONV_DIR_FWD ? piece : whole) >= DW_STREAM_BYTES) d.flags |= NCONV_DW_STREAM;
     const int lines = d.out.v->shape[4] % 16 == 0;
     d.planes_out = fuse && d.out.planar && whole >= DW_STREAM_BYTES && lines && e->k->transpose_stream
                        ? e->k->transpose_stream

@@ -502,9 +502,7 @@ static nconv_status planes_run(const nconv_exec *e) {
         pc.alpha = e->epi->alpha;
         pc.relu = e->epi->relu;
     }
-    const nconv_core *all = e->whole ? e->whole : c;
-    const int64_t out_numel = fwd ? all->N * all->O * nconv__core_out_spatial(all)
-                                  : all->N * all->C * nconv__core_in_spatial(all);
+    const int64_t out_numel = nconv__core_output_numel(nconv__exec_whole(e), e->dir);
     pc.stream = !pc.cv && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
     if (pc.stream && e->path) *e->path = "streamed stores";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
