@@ -329,14 +329,16 @@ unsigned nconv__exec_copies(const nconv_exec *e);
  * algorithm of the list that does not decline for the same reason. */
 enum {
     NCONV__DECLINE_W = 100,     /* weights with Inf or NaN */
-    NCONV__DECLINE_DATA = 101,  /* activations with Inf or NaN */
-    NCONV__DECLINE_LAYOUT = 102 /* activations not in the layout the algorithm reads */
+    NCONV__DECLINE_DATA = 101,   /* activations with Inf or NaN */
+    NCONV__DECLINE_LAYOUT = 102, /* activations not in the layout the algorithm reads */
+    /* operands the algorithm does not compute for reasons of its own (an epilogue, a padding
+     * mode, a kernel its table lacks): the next algorithm decides for itself */
+    NCONV__DECLINE_OWN = 103
 };
 /* nconv_algo.declines bits: the bit of reason r is 1 << (r - NCONV__DECLINE_W). */
-enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2, NCONV__DECLINES_LAYOUT = 4 };
+enum { NCONV__DECLINES_W = 1, NCONV__DECLINES_DATA = 2, NCONV__DECLINES_LAYOUT = 4, NCONV__DECLINES_OWN = 8 };
 static inline int nconv__declined(nconv_status st) {
-    return st == (nconv_status)NCONV__DECLINE_W || st == (nconv_status)NCONV__DECLINE_DATA ||
-           st == (nconv_status)NCONV__DECLINE_LAYOUT;
+    return st >= (nconv_status)NCONV__DECLINE_W && st <= (nconv_status)NCONV__DECLINE_OWN;
 }
 
 typedef struct nconv_algo {
@@ -367,6 +369,7 @@ typedef struct nconv_algo {
 extern const nconv_algo nconv_algo_depthwise_planes;
 extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_grouped;
+extern const nconv_algo nconv_algo_stem;
 extern const nconv_algo nconv_algo_winograd;
 extern const nconv_algo nconv_algo_igemm_planes;
 extern const nconv_algo nconv_algo_igemm_cols;

@@ -14,8 +14,9 @@
 /* Preference order for the heuristic policy; the reference accepts
  * everything and comes last. */
 static const nconv_algo *const algos[] = {&nconv_algo_depthwise_planes, &nconv_algo_depthwise,    &nconv_algo_grouped,
-                                          &nconv_algo_winograd,          &nconv_algo_igemm_planes, &nconv_algo_igemm_cols,
-                                          &nconv_algo_igemm,             &nconv_algo_gemm,         &nconv_algo_ref};
+                                          &nconv_algo_winograd,          &nconv_algo_stem,         &nconv_algo_igemm_planes,
+                                          &nconv_algo_igemm_cols,        &nconv_algo_igemm,        &nconv_algo_gemm,
+                                          &nconv_algo_ref};
 
 int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
 const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }
@@ -364,7 +365,7 @@ const nconv_algo *nconv__algo_next(const nconv_algo *a, const nconv_core *c, nco
 
 size_t nconv__algo_need(const nconv_algo *a, const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     size_t need = a->workspace(c, dir, threads, copies);
-    for (int r = NCONV__DECLINE_W; r <= NCONV__DECLINE_LAYOUT; r++) {
+    for (int r = NCONV__DECLINE_W; r <= NCONV__DECLINE_OWN; r++) {
         if (!(a->declines[dir] & (1u << (r - NCONV__DECLINE_W)))) continue;
         const nconv_status reason = (nconv_status)r;
         /* with and without accumulation: a piece of either kind may decline */

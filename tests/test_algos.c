@@ -737,9 +737,12 @@ static void run_epi_1_3(nconv_context *ref, nconv_context *ctx, const nconv_prob
     test_verbose_run(run_ref_1_3_call, &call, text, cap);
 }
 
+static int verbose_ran(const char *text, const char *core, const char *algo);
+
 static void test_planes(void) {
-    /* The heuristic: igemm_planes wherever it applies (checked), the other directions on the
-     * algorithms after it. */
+    /* The heuristic: igemm_planes wherever it applies (checked; but stem for the forward of f32
+     * input layers, which it computes in place on NCHW planes with zero padding and no z where
+     * the table has stem_planes: checked), the other directions on the algorithms after it. */
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 77;
@@ -776,12 +779,14 @@ static void test_planes(void) {
             }
             CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes case %d: %s", i, nconv_last_error());
             const char *chosen = "";
-            int applies = 0, any = 0;
+            int applies = 0, any = 0, stem = 0;
             for (int dir = 0; dir < 3; dir++) {
                 nconv_algorithm_applies("igemm_planes", &p, (nconv_direction)dir, &applies, NULL);
                 nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
-                CHECK(!applies || !strcmp(chosen, "igemm_planes"), "planes case %d dtype %d: core direction %d runs %s",
-                      i, (int)p.dtype, dir, chosen);
+                /* f32 input layers' forward: stem's, where it takes the operands (test_stem) */
+                stem |= dir == 0 && p.dtype == NCONV_F32 && !strcmp(chosen, "stem");
+                CHECK(!applies || !strcmp(chosen, "igemm_planes") || (dir == 0 && stem),
+                      "planes case %d dtype %d: core direction %d runs %s", i, (int)p.dtype, dir, chosen);
                 any |= applies;
             }
             const double tol = tolerance(p.dtype);
@@ -790,8 +795,11 @@ static void test_planes(void) {
                 operands r, a, b;
                 char text[1 << 14] = "";
                 run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
-                CHECK(!any || (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes")),
+                const int on_stem = stem && epi < 2 && p.padding_mode == NCONV_PAD_ZEROS && nconv__kernels()->stem_planes;
+                CHECK(!any || on_stem || (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes")),
                       "planes case %d dtype %d epi %d: the plane path did not run: %s", i, (int)p.dtype, epi, text);
+                CHECK(!on_stem || verbose_ran(text, "core=fwd,", "algo=stem,"),
+                      "planes case %d dtype %d epi %d: stem did not run: %s", i, (int)p.dtype, epi, text);
                 const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
                              ew = rel_err(&a.dw, &r.dw, p.dtype);
                 CHECK(ey <= tol && ex <= tol && ew <= tol,
@@ -1445,6 +1453,89 @@ static void test_cols(void) {
     nconv_context_destroy(ctx);
 }
 
+/* stem, few input channels by direct convolution: 1-3D, 1-4 channels, kernels 3-7 with strides 1-4
+ * (column phases at 2, 3 and 4: their vector and element paths), dilation, padding wider than
+ * the kernel's reach, every padding mode, odd output channel counts, bias and relu, against the
+ * reference and 1 vs 3 threads bitwise; the heuristic's choice (and with 10 taps, not it), and
+ * the algorithm that ran, in NCONV_VERBOSE's lines: stem on channels-last operands, and on NCHW
+ * planes under zero padding where the table has stem_planes; declined (another ran) on strided
+ * planes, other padding modes on planes, a forward with z, and an infinite weight (whose NaN
+ * and Inf then match the reference's). */
+static nconv_status stem_fwd(nconv_context *ctx, const nconv_problem *p, operands *o) {
+    return nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL, o->has_z ? &o->z.t : NULL,
+                         &o->y.t, NULL, 0);
+}
+
+/* The forward of ref_1_3's operands: r by the reference, a and b by ctx on 1 and 3 threads. */
+static int stem_fwd_1_3(void *arg) {
+    const ref_1_3 *c = arg;
+    CHECK(stem_fwd(c->ref, c->p, c->r) == NCONV_OK, "ref: %s", nconv_last_error());
+    nconv_context_set_threads(c->ctx, 1);
+    CHECK(stem_fwd(c->ctx, c->p, c->a) == NCONV_OK, "%s", nconv_last_error());
+    nconv_context_set_threads(c->ctx, 3);
+    CHECK(stem_fwd(c->ctx, c->p, c->b) == NCONV_OK, "%s", nconv_last_error());
+    return 0;
+}
+
+static void test_stem(void) {
+    nconv_context *ref, *forced, *ctx;
+    contexts("ref", "stem", &ref, &forced);
+    nconv_context_create(&ctx);
+    uint64_t rng = 23;
+    /* ndims, C, O, size, kernel, stride, padding, dilation, padding mode, epilogue (run_epi_1_3) */
+    const int64_t cases[][10] = {{2, 3, 32, 30, 3, 2, 1, 1, 0, 1}, {2, 3, 20, 33, 7, 2, 3, 1, 0, 1},
+                                 {2, 3, 40, 35, 4, 4, 0, 1, 0, 0}, {3, 2, 17, 9, 3, 2, 1, 1, 0, 1},
+                                 {2, 4, 70, 26, 3, 3, 2, 2, 0, 1}, {2, 3, 16, 12, 3, 1, 1, 1, 1, 1},
+                                 {2, 1, 33, 19, 5, 1, 6, 1, 0, 1},  {2, 3, 24, 20, 3, 1, 1, 1, 2, 3},
+                                 {2, 3, 24, 20, 3, 1, 1, 1, 3, 0},  {1, 1, 24, 90, 10, 5, 0, 1, 0, 1}};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < ncases + 1; i++) /* the last: case 0 with an infinite weight */
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_STRIDED; layout++) {
+            const int64_t *cs = cases[i < ncases ? i : 0];
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cs[0]);
+            p.batch = 2, p.in_channels = cs[1], p.out_channels = cs[2], p.padding_mode = (nconv_padding_mode)cs[8];
+            for (int d = 0; d < p.ndims; d++) {
+                p.in_size[d] = cs[3] + d, p.kernel[d] = cs[4], p.stride[d] = cs[5] - (d == 0 && p.ndims == 3);
+                p.pad_begin[d] = p.pad_end[d] = cs[6], p.dilation[d] = cs[7];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "stem case %d: %s", i, nconv_last_error());
+            const char *chosen = "";
+            nconv_algorithm_chosen(ctx, &p, NCONV_DIR_FWD, &chosen);
+            int64_t red = cs[1]; /* a reduction too short for the heuristic: its stems are another's */
+            for (int d = 0; d < p.ndims; d++) red *= cs[4];
+            CHECK(!strcmp(chosen, "stem") == (red >= 16), "stem case %d: the heuristic takes %s", i, chosen);
+            operands r, a, b;
+            char text[1 << 15] = "";
+            operands_make3(&r, &a, &b, &p, layout, &rng);
+            const int epi = (int)cs[9];
+            r.has_b = a.has_b = b.has_b = epi & 1, r.has_z = a.has_z = b.has_z = epi >= 2;
+            r.epi = a.epi = b.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+            if (i == ncases)
+                for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 5, INFINITY);
+            ref_1_3 call = {ref, forced, &p, &r, &a, &b};
+            test_verbose_run(stem_fwd_1_3, &call, text, sizeof text);
+            const int planes = layout == LAYOUT_NCX && p.padding_mode == NCONV_PAD_ZEROS && nconv__kernels()->stem_planes;
+            const int on = i < ncases && epi < 2 && (layout == LAYOUT_NXC || planes);
+            CHECK(verbose_ran(text, "core=fwd,", "algo=stem,") == on, "stem case %d layout %d: stem %s in\n%s", i,
+                  layout, on ? "did not run" : "ran", text);
+            if (i == ncases) {
+                const int64_t bad = class_differs(&a.y, &r.y, p.dtype);
+                CHECK(bad < 0, "stem case %d layout %d: y[%lld] differs in class from the reference", i, layout,
+                      (long long)bad);
+            } else {
+                const double e = rel_err(&a.y, &r.y, p.dtype);
+                CHECK(e <= tolerance(p.dtype), "stem case %d layout %d: y err %g", i, layout, e);
+                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes), "stem case %d layout %d: y differs between 1 and 3 threads\n%s",
+                      i, layout, text);
+            }
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(forced);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm's backward-weights over pixel chunks (small weights, many pixels:
  * threads take chunks, whose sums are added in chunk order): against the
  * reference, the same bits for 1, 2 and 3 threads, dw and db (whose lanes
@@ -1699,6 +1790,7 @@ int main(int argc, char **argv) {
         {"winograd_nonfinite", test_winograd_nonfinite},
         {"planes16_out", test_planes16_out},
         {"planes_stream", test_planes_stream},
+        {"stem", test_stem},
     };
     const int n = (int)(sizeof tests / sizeof tests[0]);
     int part = 0, parts = 1;

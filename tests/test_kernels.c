@@ -16,6 +16,7 @@
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
+ * - the few-input-channel kernels of every ISA (sweep_stem_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's, and their
  *   16-bit input variants bit for bit as the f32 transforms on widened values (sweep_wino16);
  * - the tables against the kernel lists of kernels.h (check_tables). */
@@ -332,6 +333,129 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
                     for (int64_t j = 0; j < nj; j++) free(row[j]);
                     free(y);
                 }
+}
+
+/* The few-input-channel kernels against f64 sums. stem: 1 to 100 output channels (vector tails,
+ * every block width), runs of 1 to 48 pixels (shorter than a block: a pixel at a time; a last
+ * block moved back), pixel strides 1 and 3, taps in any order with weight rows in any order;
+ * lanes of weights and init past O are NaN, as are y's elements not written (they stay so);
+ * relu (a NaN input stays NaN) and streamed stores on 64-byte aligned rows. stem_planes (tables
+ * that have it): 1 to 33 channels, rows of 1 to 112 pixels (vector tails, 1 to 3 vectors a
+ * block), 1 to 9 source rows, taps reading two runs of a row (as its phases) whose ends and
+ * whose neighbours are NaN, at positions before, inside and past them. phases: steps 1 to 5 on
+ * rows of 1 to 300, exact. */
+static void sweep_stem_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t Os[] = {1, 7, 16, 17, 32, 33, 48, 64, 96, 100}, ns[] = {1, 5, 6, 7, 8, 9, 23, 48};
+    for (size_t oi = 0; oi < sizeof Os / sizeof Os[0]; oi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int64_t xs = 1; xs <= 3; xs += 2)
+                for (int flags = 0; flags < 4; flags++) {
+                    const int64_t O = Os[oi], n = ns[ni], op = (O + 15) / 16 * 16, nt = 1 + (int64_t)(oi + ni) % 27;
+                    const int64_t ys = flags & NCONV_STEM_STREAM ? op : O + 5;
+                    int64_t xo[32], wo[32], xmax = 0;
+                    for (int64_t t = 0; t < nt; t++) {
+                        xo[t] = (int64_t)(test_uniform(rng) * 10 + 10), wo[t] = (nt - 1 - t) * op;
+                        if (xo[t] > xmax) xmax = xo[t];
+                    }
+                    float *x = malloc(sizeof(float) * (size_t)(xmax + n * xs + 1));
+                    float *w = aligned_alloc(64, sizeof(float) * (size_t)(nt * op)), init[112];
+                    float *y = aligned_alloc(64, sizeof(float) * (size_t)((n * ys + 15) / 16 * 16));
+                    for (int64_t i = 0; i < xmax + n * xs + 1; i++) x[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < nt * op; i++) w[i] = i % op < O ? (float)test_uniform(rng) : NAN;
+                    for (int64_t o = 0; o < op; o++) init[o] = o < O ? (float)test_uniform(rng) : NAN;
+                    for (int64_t i = 0; i < (n * ys + 15) / 16 * 16; i++) y[i] = NAN;
+                    const int relu = flags & NCONV_STEM_RELU;
+                    if (relu) x[xo[0]] = NAN; /* pixel 0, tap 0 */
+                    k->stem(n, O, nt, x, xo, xs, w, wo, init, y, ys, flags);
+#if defined(__x86_64__) || defined(__i386__)
+                    _mm_sfence();
+#endif
+                    double worst = 0;
+                    int untouched = 1, nan_ok = 1;
+                    for (int64_t i = 0; i < n; i++)
+                        for (int64_t o = 0; o < ys; o++) {
+                            const float v = y[i * ys + o];
+                            if (o >= O) {
+                                untouched &= isnan(v);
+                                continue;
+                            }
+                            double want = init[o];
+                            for (int64_t t = 0; t < nt; t++) want += (double)x[xo[t] + i * xs] * w[wo[t] + o];
+                            if (isnan(want)) { /* it reads the NaN */
+                                nan_ok &= isnan(v);
+                                continue;
+                            }
+                            if (relu && want < 0) want = 0;
+                            const double e = fabs(v - want) / (1 + fabs(want));
+                            if (!(e <= worst)) worst = e;
+                        }
+                    CHECK(worst <= 1e-5 && untouched && nan_ok,
+                          "%s stem O %lld n %lld taps %lld xs %lld flags %d: err %g, untouched %d, NaN kept %d",
+                          k->name, (long long)O, (long long)n, (long long)nt, (long long)xs, flags, worst, untouched,
+                          nan_ok);
+                    free(x), free(w), free(y);
+                }
+    const int64_t pOs[] = {1, 8, 9, 16, 33}, pns[] = {1, 15, 16, 17, 40, 48, 49, 64, 112}, nrs[] = {1, 3, 9};
+    for (size_t oi = 0; k->stem_planes && oi < sizeof pOs / sizeof pOs[0]; oi++)
+        for (size_t ni = 0; ni < sizeof pns / sizeof pns[0]; ni++)
+            for (size_t ri = 0; ri < sizeof nrs / sizeof nrs[0]; ri++) {
+                /* each source row: run 0 (L0 elements) at 0, run 1 (L1) at L, NaN around them */
+                const int64_t O = pOs[oi], n = pns[ni], nr = nrs[ri], op = (O + 15) / 16 * 16, nk = 1 + (int64_t)(oi + ni) % 7;
+                const int64_t L0 = n + 2 - (int64_t)ri, L1 = n - 1 + (int64_t)ri, L = L0 + 8, ys = n + 3;
+                const int flags = (int)(oi + ri) % 2 ? NCONV_STEM_RELU : 0;
+                int64_t koff[8], toff[8], tlen[8], wo[9];
+                for (int64_t t = 0; t < nk; t++)
+                    koff[t] = t % 2 ? L : 0, tlen[t] = t % 2 ? L1 : L0, toff[t] = t - 3 + (t % 3) * (int64_t)ri;
+                float *rowbuf = malloc(sizeof(float) * (size_t)(nr * (L + L1 + 8))), *rows[9];
+                for (int64_t r = 0; r < nr; r++) {
+                    rows[r] = rowbuf + r * (L + L1 + 8);
+                    for (int64_t i = 0; i < L + L1 + 8; i++)
+                        rows[r][i] = i < L0 || (i >= L && i < L + L1) ? (float)test_uniform(rng) : NAN;
+                    wo[r] = (nr - 1 - r) * nk * op;
+                }
+                float *w = aligned_alloc(64, sizeof(float) * (size_t)(nr * nk * op)), init[48];
+                for (int64_t i = 0; i < nr * nk * op; i++) w[i] = i % op < O ? (float)test_uniform(rng) : NAN;
+                for (int64_t o = 0; o < op; o++) init[o] = o < O ? (float)test_uniform(rng) : NAN;
+                float *y = malloc(sizeof(float) * (size_t)(O * ys));
+                for (int64_t i = 0; i < O * ys; i++) y[i] = NAN;
+                k->stem_planes(n, O, nr, (const float *const *)rows, w, wo, nk, koff, toff, tlen, op, init, y, ys, flags);
+                double worst = 0;
+                int untouched = 1;
+                for (int64_t o = 0; o < O; o++)
+                    for (int64_t i = 0; i < ys; i++) {
+                        const float v = y[o * ys + i];
+                        if (i >= n) {
+                            untouched &= isnan(v);
+                            continue;
+                        }
+                        double want = init[o];
+                        for (int64_t t = 0; t < nk; t++)
+                            for (int64_t r = 0; r < nr; r++) {
+                                const int64_t at = toff[t] + i;
+                                if (at >= 0 && at < tlen[t]) want += (double)w[wo[r] + t * op + o] * rows[r][koff[t] + at];
+                            }
+                        if (flags && want < 0) want = 0;
+                        const double e = fabs(v - want) / (1 + fabs(want));
+                        if (!(e <= worst)) worst = e;
+                    }
+                CHECK(worst <= 1e-5 && untouched, "%s stem_planes O %lld n %lld rows %lld taps %lld: err %g, untouched %d",
+                      k->name, (long long)O, (long long)n, (long long)nr, (long long)nk, worst, untouched);
+                free(rowbuf), free(w), free(y);
+            }
+    for (int64_t s = 1; k->phases && s <= 5; s++)
+        for (int64_t n = 1; n <= 300; n += n < 70 ? 1 : 115) {
+            const int64_t ld = (n + s - 1) / s + 3;
+            float *src = malloc(sizeof(float) * (size_t)n), *dst = malloc(sizeof(float) * (size_t)(s * ld));
+            for (int64_t i = 0; i < n; i++) src[i] = (float)test_uniform(rng);
+            for (int64_t i = 0; i < s * ld; i++) dst[i] = NAN;
+            k->phases(n, s, src, dst, ld);
+            int ok = 1;
+            for (int64_t q = 0; q < s; q++)
+                for (int64_t i = 0; i < ld; i++)
+                    ok &= i * s + q < n ? dst[q * ld + i] == src[i * s + q] : isnan(dst[q * ld + i]);
+            CHECK(ok, "%s phases n %lld step %lld: wrong or outside", k->name, (long long)n, (long long)s);
+            free(src), free(dst);
+        }
 }
 
 /* The depthwise rows' weight gradient (dwrow_bw) against f64 sums: the shapes with code of their
@@ -1439,6 +1563,7 @@ int main(void) {
         sweep_dwrow_bw_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
+        sweep_stem_kernels(k, &krng);
         sweep_chsum(k, &krng);
         sweep_transpose(k, &krng);
         sweep_transpose16(k, &krng);

@@ -271,6 +271,42 @@ typedef void nconv_f32_gfwd_t(int64_t n, int64_t q, int64_t ks, const float *con
                                   const float *w, const float *init, float *dst, int64_t ds, int relu);
 typedef nconv_f32_gfwd_t *nconv_f32_gfwd_fn;
 
+/*
+ * Direct convolution of few input channels (src/algo/stem.c), output channels as the vector
+ * dimension, over a run of n output pixels: tap t of pixel i reads x[xo[t] + i * xs], its
+ * weights for the O output channels are w[wo[t] .. wo[t] + O):
+ *   y[i * ys + o] = act(init[o] + sum_{t < nt} x[xo[t] + i * xs] * w[wo[t] + o])   (i < n, o < O),
+ * summed in tap order; act = max(., 0) with NCONV_STEM_RELU (NaN stays NaN). w + wo[t] is
+ * 64-byte aligned, and it and init are readable up to O rounded up to 16 (those lanes feed
+ * nothing stored). NCONV_STEM_STREAM: whole vectors that lie aligned in y may be written with
+ * non-temporal stores (the caller fences before the data is read on another thread).
+ */
+enum { NCONV_STEM_RELU = 1, NCONV_STEM_STREAM = 2 };
+typedef void nconv_f32_stem_t(int64_t n, int64_t O, int64_t nt, const float *x, const int64_t *xo, int64_t xs,
+                              const float *w, const int64_t *wo, const float *init, float *y, int64_t ys, int flags);
+typedef nconv_f32_stem_t *nconv_f32_stem_fn;
+
+/*
+ * The same on NCHW planes, pixels as the vector dimension: a row of n output pixels of each of
+ * the O output channels, over nr source rows and nk taps along them. Tap k of source row r reads
+ * the run that starts at rows[r] + koff[k] (a row of its own, as the columns of one phase of a
+ * strided row are), at toff[k] + i for pixel i, zero outside [0, tlen[k]) (not read there; toff
+ * may be negative), with the weights at w + wo[r] + k * ws (as stem's: O of them, readable up to
+ * O rounded up to 16):
+ *   y[o * ys + i] = act(init[o] + sum_{k < nk, r < nr} w[wo[r] + k * ws + o] * R_rk(toff[k] + i)),
+ * summed in the order k, r; flags as stem's. Positions and lengths fit in 32 bits.
+ */
+typedef void nconv_f32_stem_planes_t(int64_t n, int64_t O, int64_t nr, const float *const *rows, const float *w,
+                                     const int64_t *wo, int64_t nk, const int64_t *koff, const int64_t *toff,
+                                     const int64_t *tlen, int64_t ws, const float *init, float *y, int64_t ys,
+                                     int flags);
+typedef nconv_f32_stem_planes_t *nconv_f32_stem_planes_fn;
+
+/* The column phases of a row of n elements at step s (stem_planes' source rows at a stride):
+ * dst[q * ld + i] = src[i * s + q] for q < s, i * s + q < n. */
+typedef void nconv_f32_phases_t(int64_t n, int64_t s, const float *src, float *dst, int64_t ld);
+typedef nconv_f32_phases_t *nconv_f32_phases_fn;
+
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. transpose_stream: the same, each
  * dst row written from start to end, its whole cache lines with non-temporal stores (the caller
  * fences before others read dst; portable C: the plain transpose). */
@@ -381,6 +417,10 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)                    \
     X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)                                \
     X(dwrow_bw, f32_dwrow_bw, f32_dwrow_bw, avx2, avx512)
+#define NCONV_STEM_KERNELS(X)                                                   \
+    X(stem, f32_stem, f32_stem, avx2, avx512)                                   \
+    X(stem_planes, f32_stem_planes, f32_stem_planes, NONE, avx512)             \
+    X(phases, f32_phases, f32_phases, NONE, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
@@ -401,7 +441,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(bf16_transpose, transpose16, bf16_transpose, avx2, avx512)
 #define NCONV_KERNELS(X)                                                        \
     NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
-    NCONV_GROUPED_KERNELS(X) NCONV_WINOGRAD_KERNELS(X) NCONV_F64_KERNELS(X)      \
+    NCONV_GROUPED_KERNELS(X) NCONV_STEM_KERNELS(X) NCONV_WINOGRAD_KERNELS(X)     \
+    NCONV_F64_KERNELS(X)                                                        \
     NCONV_CONVERT_KERNELS(X)
 
 /* The function of slot `function` for an ISA column of the lists (NONE: NULL). */

@@ -1,0 +1,249 @@
+/*
+ * Algorithm "stem": the forward of layers with few input channels (one group, at most 4: the
+ * first layer of image networks, raw audio) by direct convolution. As a GEMM its reduction is
+ * C * taps long (27 for a 3x3 RGB stem), so short that gathering the columns costs as much as the
+ * products. Here every input is read where it lies and used for many outputs in registers:
+ *   channels-last y: output channels are the vector dimension, each tap of a pixel is one
+ *     broadcast of an input read in place in any layout (the stem micro-kernel);
+ *   NCHW x and y, zero padding: pixels of an output row are the vector dimension, each tap a
+ *     load of its source row (stem_planes). At a stride s the rows are first split into their s
+ *     column phases, so that a tap reads consecutive elements of one of them.
+ * Other operands (z, other layouts, other padding modes on planes, or no stem_planes kernel in
+ * the table) are declined: the implicit GEMMs compute them.
+ *
+ * A unit is an output row (image, depth, height). Its taps are those of the input rows that lie
+ * inside the input (under zero padding the others only multiply zeros; the other modes map them
+ * inside). Channels-last: the pixels whose taps all lie inside the row (the interior) run
+ * through the kernel with one list of taps, the few at the edges one by one with their own.
+ * Products with zero padding are left out, where PyTorch and the reference compute them: with a
+ * non-finite weight they would be NaN, so the algorithm then declines. Each output is summed by
+ * one call in one order: results do not depend on the thread count.
+ */
+#include "../internal.h"
+#include "../kernels/kernels.h"
+
+#include <string.h>
+
+enum {
+    MAX_C = 4,            /* input channels at most: more fill the reduction of a GEMM */
+    MAX_TAPS = 4096,      /* channels x kernel taps at most: a unit's tap lists stay small */
+    MIN_TAPS = 16,        /* and at least, for the heuristic (stem_preferred) */
+    MAX_ROW = 1 << 20,    /* floats of a unit's source rows at most (their phases, per thread) */
+    VL = 16,              /* output channels are padded to whole vectors of the widest ISA */
+    CHUNK_FLOATS = 8192   /* outputs of a kernel call on channels-last y: 32 KiB */
+};
+#define STREAM_BYTES (2 * NCONV_STREAM_OUTPUT_BYTES)
+
+static int64_t source_rows(const nconv_core *c) { return c->C * c->k[0] * c->k[1]; }
+
+static int stem_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
+    if (dir != NCONV_DIR_FWD || c->dt != NCONV_F32 || c->G != 1 || c->C > MAX_C ||
+        c->C * nconv__core_kernel_spatial(c) > MAX_TAPS || source_rows(c) * (c->in[2] + c->s[2]) > MAX_ROW) {
+        if (why_not)
+            *why_not = "f32 forward of one group with at most 4 input channels, 4096 taps and 2^20 elements of "
+                       "source rows per output row";
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t o_pad(const nconv_core *c) { return nconv__div_up(c->O, VL) * VL; }
+static int64_t taps(const nconv_core *c) { return c->C * nconv__core_kernel_spatial(c); }
+
+/* Per thread: a unit's tap lists (unit_taps, 6 of them), then its source rows split by phase. */
+static size_t lists_bytes(const nconv_core *c) { return nconv__ws_round(6 * sizeof(int64_t) * (size_t)taps(c)); }
+static size_t thread_bytes(const nconv_core *c) {
+    const int64_t row = c->s[2] * nconv__div_up(c->in[2], c->s[2]); /* its phases, each as long as the first */
+    return lists_bytes(c) + nconv__ws_round(sizeof(float) * (size_t)(source_rows(c) * row));
+}
+static size_t pack_bytes(const nconv_core *c) { return sizeof(float) * (size_t)(taps(c) * o_pad(c)); }
+
+static size_t stem_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
+    (void)dir, (void)copies;
+    return 64 + nconv__ws_round(pack_bytes(c)) + nconv__ws_round(sizeof(float) * (size_t)o_pad(c)) +
+           (size_t)threads * thread_bytes(c);
+}
+
+/* dst[t][o]: tap t = (c, kd, kh, kw) in order, o_pad lanes a tap (zeros past O); 0 with a
+ * non-finite weight. */
+static int pack_weights(const nconv_core *c, const nconv_view *w, float *dst) {
+    const int64_t op = o_pad(c), T = taps(c), K12 = c->k[1] * c->k[2];
+    const float *wd = w->data;
+    memset(dst, 0, sizeof(float) * (size_t)(T * op));
+    for (int64_t t = 0; t < T; t++) {
+        const int64_t ch = t / (c->k[0] * K12), k0 = t / K12 % c->k[0], k1 = t / c->k[2] % c->k[1], k2 = t % c->k[2];
+        const int64_t off = ch * w->stride[1] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+        for (int64_t o = 0; o < c->O; o++) {
+            const float v = wd[off + o * w->stride[0]];
+            if (v - v != 0) return 0; /* Inf or NaN */
+            dst[t * op + o] = v;
+        }
+    }
+    return 1;
+}
+
+typedef struct stem_ctx {
+    const nconv_exec *e;
+    const float *wp, *init;
+    char *scratch;
+    size_t stride; /* a thread's scratch */
+    int planes;    /* NCHW x and y: stem_planes; else channels-last y: stem */
+    int flags;     /* the kernels': relu, streamed stores */
+} stem_ctx;
+
+/* Reductions shorter than MIN_TAPS (raw audio: 10) leave the kernels too few products per block
+ * for its loads of weights and its stores: the implicit GEMMs take them. */
+static int stem_preferred(const nconv_core *c, nconv_direction dir) {
+    (void)dir;
+    return taps(c) >= MIN_TAPS;
+}
+
+/* Element offset of pixel (n, od, oh, ow) of activation view v. */
+static int64_t pixel(const nconv_view *v, int64_t n, int64_t od, int64_t oh, int64_t ow) {
+    return n * v->stride[0] + od * v->stride[2] + oh * v->stride[3] + ow * v->stride[4];
+}
+
+/* A unit's taps: the (channel, kd, kh) rows of them inside the input (offset in x, first
+ * weight row), and two lists: channels-last, the interior's first pixel's taps (offset in x,
+ * weight row) and an edge pixel's; planes, the rows' starts (in x, or their phases in the
+ * thread's buffer) and the offset, position and length of each kw tap's run in a row. */
+typedef struct unit_taps {
+    int64_t nr, *roff, *rw, *xo, *wo, *xe, *we;
+} unit_taps;
+
+/* Channels-last y: output row (n, od, oh) in chunks, each the interior's part in one call and
+ * the edge pixels one at a time with their taps inside the row (zero padding) or mapped into it. */
+static void row_nxc(const stem_ctx *s, unit_taps *u, int64_t n, int64_t od, int64_t oh) {
+    const nconv_exec *e = s->e;
+    const nconv_core *c = e->c;
+    const nconv_view *x = e->x, *y = e->y;
+    const int64_t op = o_pad(c), KW = c->k[2], OW = c->out[2];
+    const int64_t s2 = c->s[2], d2 = c->d[2], p2 = c->pb[2], xw = x->stride[4], xs = s2 * xw, ys = y->stride[4];
+    const float *xd = x->data;
+    float *yrow = (float *)y->data + pixel(y, n, od, oh, 0);
+    /* the interior [a, b): every tap of its pixels lies inside the row */
+    const int64_t reach = c->in[2] - 1 + p2 - (KW - 1) * d2;
+    int64_t a = nconv__div_up(p2, s2), b = reach < 0 ? 0 : reach / s2 + 1;
+    if (b > OW) b = OW;
+    if (a >= b) a = b = OW;
+    int64_t nt = 0;
+    for (int64_t r = 0; r < u->nr; r++)
+        for (int64_t k2 = 0; k2 < KW; k2++, nt++)
+            u->xo[nt] = u->roff[r] + (a * s2 + k2 * d2 - p2) * xw, u->wo[nt] = u->rw[r] + k2 * op;
+    /* chunks whose outputs stay in L1 while the kernel's passes over the channels complete them */
+    const int64_t chunk = CHUNK_FLOATS / op > VL ? CHUNK_FLOATS / op / VL * VL : VL;
+    for (int64_t c0 = 0; c0 < OW; c0 += chunk) {
+        const int64_t c1 = OW - c0 < chunk ? OW : c0 + chunk, lo = a > c0 ? a : c0, hi = b < c1 ? b : c1;
+        if (lo < hi)
+            e->k->stem(hi - lo, c->O, nt, xd + (lo - a) * xs, u->xo, xs, s->wp, u->wo, s->init, yrow + lo * ys, ys,
+                       s->flags);
+        for (int64_t ow = lo == c0 && hi > lo ? hi : c0; ow < c1; ow = ow + 1 == lo && hi > lo ? hi : ow + 1) {
+            int64_t ne = 0;
+            for (int64_t r = 0; r < u->nr; r++)
+                for (int64_t k2 = 0; k2 < KW; k2++) {
+                    const int64_t iw = nconv__map_index(ow * s2 + k2 * d2 - p2, c->in[2], c->mode);
+                    if (iw >= 0) u->xe[ne] = u->roff[r] + iw * xw, u->we[ne++] = u->rw[r] + k2 * op;
+                }
+            e->k->stem(1, c->O, ne, xd, u->xe, 0, s->wp, u->we, s->init, yrow + ow * ys, ys, s->flags);
+        }
+    }
+}
+
+/* NCHW planes: output row (n, od, oh) in one stem_planes call. At stride 1 the kernel reads the
+ * source rows in place; at stride s each is first split into its s column phases (phase q holds
+ * columns q, q + s, ...), where tap kw reads phase (kw d - p) mod s from column (kw d - p) div s on. */
+static void row_planes(const stem_ctx *s, unit_taps *u, float *split, int64_t n, int64_t od, int64_t oh) {
+    const nconv_exec *e = s->e;
+    const nconv_core *c = e->c;
+    const int64_t W = c->in[2], KW = c->k[2], s2 = c->s[2], ps = nconv__div_up(W, s2);
+    const float **rows = (const float **)u->xo; /* the channels-last lists' room */
+    int64_t *koff = u->wo, *toff = u->xe, *tlen = u->we;
+    for (int64_t r = 0; r < u->nr; r++) {
+        const float *src = (const float *)e->x->data + u->roff[r];
+        if (s2 == 1) {
+            rows[r] = src;
+            continue;
+        }
+        e->k->phases(W, s2, src, split + r * s2 * ps, ps);
+        rows[r] = split + r * s2 * ps;
+    }
+    for (int64_t k2 = 0; k2 < KW; k2++) {
+        const int64_t at = k2 * c->d[2] - c->pb[2], q = ((at % s2) + s2) % s2, start = (at - q) / s2;
+        koff[k2] = q * ps, toff[k2] = start, tlen[k2] = (W - q + s2 - 1) / s2;
+    }
+    const nconv_view *y = e->y;
+    e->k->stem_planes(c->out[2], c->O, u->nr, rows, s->wp, u->rw, KW, koff, toff, tlen, o_pad(c), s->init,
+                      (float *)y->data + pixel(y, n, od, oh, 0), y->stride[1], s->flags);
+}
+
+static void stem_task(void *arg, int tid, int nthreads) {
+    const stem_ctx *s = arg;
+    const nconv_exec *e = s->e;
+    const nconv_core *c = e->c;
+    const nconv_view *x = e->x;
+    const int64_t op = o_pad(c), T = taps(c), K12 = c->k[1] * c->k[2], OD = c->out[0], OH = c->out[1];
+    int64_t *lists = (int64_t *)(s->scratch + (size_t)tid * s->stride);
+    unit_taps u = {0, lists, lists + T, lists + 2 * T, lists + 3 * T, lists + 4 * T, lists + 5 * T};
+    float *split = (float *)((char *)lists + lists_bytes(c));
+    int64_t u0, u1;
+    nconv__split(c->N * OD * OH, tid, nthreads, &u0, &u1);
+    for (int64_t i = u0; i < u1; i++) {
+        const int64_t n = i / (OD * OH), od = i / OH % OD, oh = i % OH;
+        u.nr = 0;
+        for (int64_t ch = 0; ch < c->C; ch++)
+            for (int64_t k0 = 0; k0 < c->k[0]; k0++) {
+                const int64_t id = nconv__map_index(od * c->s[0] + k0 * c->d[0] - c->pb[0], c->in[0], c->mode);
+                for (int64_t k1 = 0; id >= 0 && k1 < c->k[1]; k1++) {
+                    const int64_t ih = nconv__map_index(oh * c->s[1] + k1 * c->d[1] - c->pb[1], c->in[1], c->mode);
+                    if (ih < 0) continue;
+                    u.roff[u.nr] = n * x->stride[0] + ch * x->stride[1] + id * x->stride[2] + ih * x->stride[3];
+                    u.rw[u.nr++] = (ch * c->k[0] + k0) * K12 * op + k1 * c->k[2] * op;
+                }
+            }
+        if (s->planes) row_planes(s, &u, split, n, od, oh);
+        else row_nxc(s, &u, n, od, oh);
+    }
+    if (s->flags & NCONV_STEM_STREAM) nconv__stream_fence();
+}
+
+static nconv_status stem_run(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    const nconv_view *x = e->x, *y = e->y;
+    const int planes = y->stride[4] == 1 && x->stride[4] == 1 && c->mode == NCONV_PAD_ZEROS && e->k->stem_planes &&
+                       e->k->phases;
+    if ((e->epi && e->epi->z) || (y->stride[1] != 1 && !planes)) return (nconv_status)NCONV__DECLINE_OWN;
+    float *wp = e->packed ? NULL : nconv__arena_take(e->ws, pack_bytes(c));
+    float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)o_pad(c));
+    const size_t stride = thread_bytes(c);
+    char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * stride);
+    if ((!e->packed && !wp) || !init || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm stem");
+    if (wp && !pack_weights(c, e->w, wp)) return (nconv_status)NCONV__DECLINE_W;
+    memset(init, 0, sizeof(float) * (size_t)o_pad(c));
+    nconv__epi_init(e->epi, init, c->O);
+    /* outputs that leave the cache before they are read: streamed */
+    const int stream =
+        sizeof(float) * (size_t)nconv__core_output_numel(nconv__exec_whole(e), NCONV_DIR_FWD) >= STREAM_BYTES;
+    stem_ctx s = {.e = e, .wp = e->packed ? e->packed : wp, .init = init, .scratch = scratch, .stride = stride,
+                  .planes = y->stride[1] != 1,
+                  .flags = (e->epi && e->epi->relu ? NCONV_STEM_RELU : 0) | (stream ? NCONV_STEM_STREAM : 0)};
+    nconv__parallel(e, stem_task, &s);
+    return NCONV_OK;
+}
+
+/* Prepacked weights: pack_weights' rows. */
+static size_t stem_pack_size(const nconv_core *c, nconv_direction dir, int threads, size_t *scratch) {
+    (void)dir, (void)threads;
+    *scratch = 0;
+    return pack_bytes(c);
+}
+
+static nconv_status stem_pack(const nconv_exec *e, void *dst) {
+    return pack_weights(e->c, e->w, dst) ? NCONV_OK : (nconv_status)NCONV__DECLINE_W;
+}
+
+/* Operands it does not read in place are declined (see above). */
+const nconv_algo nconv_algo_stem = {.name = "stem", .applies = stem_applies, .workspace = stem_workspace,
+                                    .run = stem_run, .preferred = stem_preferred,
+                                    .declines = {NCONV__DECLINES_W | NCONV__DECLINES_OWN, 0, 0},
+                                    .pack_size = stem_pack_size, .pack = stem_pack};
