@@ -5,11 +5,11 @@
  * products. Here every input is read where it lies and used for many outputs in registers:
  *   channels-last y: output channels are the vector dimension, each tap of a pixel is one
  *     broadcast of an input read in place in any layout (the stem micro-kernel);
- *   NCHW x and y, zero padding: pixels of an output row are the vector dimension, each tap a
- *     load of its source row (stem_planes). At a stride s the rows are first split into their s
- *     column phases, so that a tap reads consecutive elements of one of them.
- * Other operands (z, other layouts, other padding modes on planes, or no stem_planes kernel in
- * the table) are declined: the implicit GEMMs compute them.
+ *   NCHW x and y, zero padding, W strides 1 and 2 (planes_fit): pixels of an output row are the
+ *     vector dimension, each tap a load of its source row (stem_planes). At stride 2 the rows
+ *     are first split into their two column phases, so that a tap reads consecutive elements.
+ * Other operands (z, other layouts, other planes, or no stem_planes kernel in the table) are
+ * declined: the implicit GEMMs compute them.
  *
  * A unit is an output row (image, depth, height). Its taps are those of the input rows that lie
  * inside the input (under zero padding the others only multiply zeros; the other modes map them
@@ -30,7 +30,8 @@ enum {
     MIN_TAPS = 16,        /* and at least, for the heuristic (stem_preferred) */
     MAX_ROW = 1 << 20,    /* floats of a unit's source rows at most (their phases, per thread) */
     VL = 16,              /* output channels are padded to whole vectors of the widest ISA */
-    CHUNK_FLOATS = 8192   /* outputs of a kernel call on channels-last y: 32 KiB */
+    CHUNK_FLOATS = 8192,  /* outputs of a kernel call on channels-last y: 32 KiB */
+    PLANES_FLOATS = 4096  /* see planes_fit */
 };
 #define STREAM_BYTES (2 * NCONV_STREAM_OUTPUT_BYTES)
 
@@ -206,11 +207,19 @@ static void stem_task(void *arg, int tid, int nthreads) {
     if (s->flags & NCONV_STEM_STREAM) nconv__stream_fence();
 }
 
+/* stem_planes where a unit's source rows (their phases) and a channel block's weights (a line a
+ * tap) fill at most a third of L1 (PLANES_FLOATS), at strides 1 and 2: larger ones and those at
+ * wider strides ran slower than igemm_planes with two threads. */
+static int planes_fit(const nconv_core *c) {
+    const int64_t rows = source_rows(c) * c->s[2] * nconv__div_up(c->in[2], c->s[2]);
+    return c->s[2] <= 2 && rows + taps(c) * VL <= PLANES_FLOATS;
+}
+
 static nconv_status stem_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const nconv_view *x = e->x, *y = e->y;
     const int planes = y->stride[4] == 1 && x->stride[4] == 1 && c->mode == NCONV_PAD_ZEROS && e->k->stem_planes &&
-                       e->k->phases;
+                       e->k->phases && planes_fit(c);
     if ((e->epi && e->epi->z) || (y->stride[1] != 1 && !planes)) return (nconv_status)NCONV__DECLINE_OWN;
     float *wp = e->packed ? NULL : nconv__arena_take(e->ws, pack_bytes(c));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)o_pad(c));
