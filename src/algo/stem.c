@@ -27,7 +27,8 @@
 enum {
     MAX_C = 4,            /* input channels at most: more fill the reduction of a GEMM */
     MAX_TAPS = 4096,      /* channels x kernel taps at most: a unit's tap lists stay small */
-    MIN_TAPS = 16,        /* and at least, for the heuristic (stem_preferred) */
+    MIN_TAPS = 16,        /* the heuristic's range (stem_preferred) */
+    MAX_TAPS_PREFERRED = 100,
     MAX_ROW = 1 << 20,    /* floats of a unit's source rows at most (their phases, per thread) */
     VL = 16,              /* output channels are padded to whole vectors of the widest ISA */
     CHUNK_FLOATS = 8192,  /* outputs of a kernel call on channels-last y: 32 KiB */
@@ -93,10 +94,12 @@ typedef struct stem_ctx {
 } stem_ctx;
 
 /* Reductions shorter than MIN_TAPS (raw audio: 10) leave the kernels too few products per block
- * for its loads of weights and its stores: the implicit GEMMs take them. */
+ * for its loads of weights and its stores; longer than MAX_TAPS_PREFERRED (ResNet's 7 x 7 RGB
+ * stem: 147), they amortize a GEMM's packing, and the implicit GEMMs ran as fast or faster: the
+ * heuristic leaves both to them. */
 static int stem_preferred(const nconv_core *c, nconv_direction dir) {
     (void)dir;
-    return taps(c) >= MIN_TAPS;
+    return taps(c) >= MIN_TAPS && taps(c) <= MAX_TAPS_PREFERRED;
 }
 
 /* Element offset of pixel (n, od, oh, ow) of activation view v. */
