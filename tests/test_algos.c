@@ -741,9 +741,9 @@ static int verbose_ran(const char *text, const char *core, const char *algo);
 
 static void test_planes(void) {
     /* The heuristic: igemm_planes wherever it applies (checked; but stem for the forward of f32
-     * input layers, which it computes in place on NCHW planes with zero padding, no z and W
-     * strides up to 2 where the table has stem_planes: checked), the other directions on the
-     * algorithms after it. */
+     * input layers, which it computes in place on NCHW planes with zero padding, no z and a W
+     * stride of 2 (or 1 with 16-lane vectors): checked), the other directions on the algorithms
+     * after it. */
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
     uint64_t rng = 77;
@@ -796,8 +796,9 @@ static void test_planes(void) {
                 operands r, a, b;
                 char text[1 << 14] = "";
                 run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
-                const int on_stem = stem && epi < 2 && p.padding_mode == NCONV_PAD_ZEROS && p.stride[p.ndims - 1] <= 2 &&
-                                    nconv__kernels()->stem_planes;
+                const int64_t sw = p.stride[p.ndims - 1];
+                const int on_stem = stem && epi < 2 && p.padding_mode == NCONV_PAD_ZEROS &&
+                                    (sw == 2 || (sw == 1 && nconv__kernels()->dw_vl >= 16));
                 CHECK(!any || on_stem || (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes")),
                       "planes case %d dtype %d epi %d: the plane path did not run: %s", i, (int)p.dtype, epi, text);
                 CHECK(!on_stem || verbose_ran(text, "core=fwd,", "algo=stem,"),
@@ -1459,8 +1460,8 @@ static void test_cols(void) {
  * dilation, padding wider than the kernel's reach, every padding mode, odd output channel counts,
  * bias and relu, against the reference and 1 vs 3 threads bitwise; the heuristic's choice (not
  * with 10 taps, nor with 147), and the algorithm that ran, in NCONV_VERBOSE's lines: stem on
- * channels-last operands, and on NCHW planes under zero padding at W strides 1 and 2 (column
- * phases) where the table has stem_planes; declined (another ran) on planes at strides 3 and 4,
+ * channels-last operands, and on NCHW planes under zero padding at W stride 2 (column phases) and,
+ * with 16-lane vectors, 1; declined (another ran) on planes at other strides,
  * strided planes, other padding modes on planes, a forward with z, and an infinite weight (whose
  * NaN and Inf then match the reference's). */
 static nconv_status stem_fwd(nconv_context *ctx, const nconv_problem *p, operands *o) {
@@ -1518,9 +1519,9 @@ static void test_stem(void) {
                 for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 5, INFINITY);
             ref_1_3 call = {ref, forced, &p, &r, &a, &b};
             test_verbose_run(stem_fwd_1_3, &call, text, sizeof text);
-            /* planes: at W strides 1 and 2 (these small rows fit planes_fit) */
+            /* planes: at W stride 2, and 1 with 16-lane vectors (these small rows fit planes_fit) */
             const int planes = layout == LAYOUT_NCX && p.padding_mode == NCONV_PAD_ZEROS &&
-                               nconv__kernels()->stem_planes && cs[5] <= 2;
+                               (cs[5] == 2 || (cs[5] == 1 && nconv__kernels()->dw_vl >= 16));
             const int on = i < ncases && epi < 2 && (layout == LAYOUT_NXC || planes);
             CHECK(verbose_ran(text, "core=fwd,", "algo=stem,") == on, "stem case %d layout %d: stem %s in\n%s", i,
                   layout, on ? "did not run" : "ran", text);

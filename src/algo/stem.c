@@ -8,8 +8,7 @@
  *   NCHW x and y, zero padding, W strides 1 and 2 (planes_fit): pixels of an output row are the
  *     vector dimension, each tap a load of its source row (stem_planes). At stride 2 the rows
  *     are first split into their two column phases, so that a tap reads consecutive elements.
- * Other operands (z, other layouts, other planes, or no stem_planes kernel in the table) are
- * declined: the implicit GEMMs compute them.
+ * Other operands (z, other layouts, other planes) are declined: the implicit GEMMs compute them.
  *
  * A unit is an output row (image, depth, height). Its taps are those of the input rows that lie
  * inside the input (under zero padding the others only multiply zeros; the other modes map them
@@ -212,17 +211,18 @@ static void stem_task(void *arg, int tid, int nthreads) {
 
 /* stem_planes where a unit's source rows (their phases) and a channel block's weights (a line a
  * tap) fill at most a third of L1 (PLANES_FLOATS), at strides 1 and 2: larger ones and those at
- * wider strides ran slower than igemm_planes with two threads. */
-static int planes_fit(const nconv_core *c) {
+ * wider strides ran slower than igemm_planes with two threads. With 8-lane vectors, whose blocks
+ * add half the products per load, at stride 2 only: at stride 1 igemm_planes, which reads its
+ * rows without splitting them, was faster. */
+static int planes_fit(const nconv_core *c, const nconv_kernels *k) {
     const int64_t rows = source_rows(c) * c->s[2] * nconv__div_up(c->in[2], c->s[2]);
-    return c->s[2] <= 2 && rows + taps(c) * VL <= PLANES_FLOATS;
+    return (c->s[2] == 2 || (c->s[2] == 1 && k->dw_vl >= 16)) && rows + taps(c) * VL <= PLANES_FLOATS;
 }
 
 static nconv_status stem_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const nconv_view *x = e->x, *y = e->y;
-    const int planes = y->stride[4] == 1 && x->stride[4] == 1 && c->mode == NCONV_PAD_ZEROS && e->k->stem_planes &&
-                       e->k->phases && planes_fit(c);
+    const int planes = y->stride[4] == 1 && x->stride[4] == 1 && c->mode == NCONV_PAD_ZEROS && planes_fit(c, e->k);
     if ((e->epi && e->epi->z) || (y->stride[1] != 1 && !planes)) return (nconv_status)NCONV__DECLINE_OWN;
     float *wp = e->packed ? NULL : nconv__arena_take(e->ws, pack_bytes(c));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)o_pad(c));

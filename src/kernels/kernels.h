@@ -419,8 +419,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(dwrow_bw, f32_dwrow_bw, f32_dwrow_bw, avx2, avx512)
 #define NCONV_STEM_KERNELS(X)                                                   \
     X(stem, f32_stem, f32_stem, avx2, avx512)                                   \
-    X(stem_planes, f32_stem_planes, f32_stem_planes, NONE, avx512)             \
-    X(phases, f32_phases, f32_phases, NONE, avx512)
+    X(stem_planes, f32_stem_planes, f32_stem_planes, avx2, avx512)             \
+    X(phases, f32_phases, f32_phases, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
     X(gfwd, f32_gfwd, f32_gfwd, avx2, avx2)
