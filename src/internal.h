@@ -328,11 +328,11 @@ unsigned nconv__exec_copies(const nconv_exec *e);
  * declines this call's operands, and the planner hands it to the next applicable
  * algorithm of the list that does not decline for the same reason. */
 enum {
-    NCONV__DECLINE_W = 100,     /* weights with Inf or NaN */
+    NCONV__DECLINE_W = 100,      /* weights with Inf or NaN */
     NCONV__DECLINE_DATA = 101,   /* activations with Inf or NaN */
     NCONV__DECLINE_LAYOUT = 102, /* activations not in the layout the algorithm reads */
-    /* operands the algorithm does not compute for reasons of its own (an epilogue, a padding
-     * mode, a kernel its table lacks): the next algorithm decides for itself */
+    /* operands the algorithm leaves to others by a measure of its own (z, shapes it computes
+     * slower): the next algorithm decides for itself */
     NCONV__DECLINE_OWN = 103
 };
 /* nconv_algo.declines bits: the bit of reason r is 1 << (r - NCONV__DECLINE_W). */

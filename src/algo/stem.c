@@ -53,9 +53,10 @@ static int64_t taps(const nconv_core *c) { return c->C * nconv__core_kernel_spat
 
 /* Per thread: a unit's tap lists (unit_taps, 6 of them), then its source rows split by phase. */
 static size_t lists_bytes(const nconv_core *c) { return nconv__ws_round(6 * sizeof(int64_t) * (size_t)taps(c)); }
+/* A source row split into its column phases, each as long as the first. */
+static int64_t split_row(const nconv_core *c) { return c->s[2] * nconv__div_up(c->in[2], c->s[2]); }
 static size_t thread_bytes(const nconv_core *c) {
-    const int64_t row = c->s[2] * nconv__div_up(c->in[2], c->s[2]); /* its phases, each as long as the first */
-    return lists_bytes(c) + nconv__ws_round(sizeof(float) * (size_t)(source_rows(c) * row));
+    return lists_bytes(c) + nconv__ws_round(sizeof(float) * (size_t)(source_rows(c) * split_row(c)));
 }
 static size_t pack_bytes(const nconv_core *c) { return sizeof(float) * (size_t)(taps(c) * o_pad(c)); }
 
@@ -215,8 +216,8 @@ static void stem_task(void *arg, int tid, int nthreads) {
  * add half the products per load, at stride 2 only: at stride 1 igemm_planes, which reads its
  * rows without splitting them, was faster. */
 static int planes_fit(const nconv_core *c, const nconv_kernels *k) {
-    const int64_t rows = source_rows(c) * c->s[2] * nconv__div_up(c->in[2], c->s[2]);
-    return (c->s[2] == 2 || (c->s[2] == 1 && k->dw_vl >= 16)) && rows + taps(c) * VL <= PLANES_FLOATS;
+    return (c->s[2] == 2 || (c->s[2] == 1 && k->dw_vl >= 16)) &&
+           source_rows(c) * split_row(c) + taps(c) * VL <= PLANES_FLOATS;
 }
 
 static nconv_status stem_run(const nconv_exec *e) {
