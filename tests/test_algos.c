@@ -1458,25 +1458,30 @@ static void test_cols(void) {
 
 /* stem, few input channels by direct convolution: 1-3D, 1-4 channels, kernels 3-7 with strides 1-4,
  * dilation, padding wider than the kernel's reach, every padding mode, odd output channel counts,
- * bias and relu, against the reference and 1 vs 3 threads bitwise; the heuristic's choice (not
- * with 10 taps, nor with 147), and the algorithm that ran, in NCONV_VERBOSE's lines: stem on
- * channels-last operands, and on NCHW planes under zero padding at W stride 2 (column phases) and,
- * with 16-lane vectors, 1; declined (another ran) on planes at other strides,
- * strided planes, other padding modes on planes, a forward with z, and an infinite weight (whose
- * NaN and Inf then match the reference's). */
-static nconv_status stem_fwd(nconv_context *ctx, const nconv_problem *p, operands *o) {
-    return nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL, o->has_z ? &o->z.t : NULL,
-                         &o->y.t, NULL, 0);
+ * bias and relu, against the reference and 1 vs 3 threads bitwise, forward and backward-weights
+ * (dw and db); the heuristic's choice (forward: not with 10 taps, nor with 147; backward-weights:
+ * not with 147), and the algorithm that ran, in NCONV_VERBOSE's lines: stem on channels-last
+ * operands, and on NCHW planes under zero padding at W stride 2 (column phases) and, with 16-lane
+ * vectors, 1 (backward-weights: on NCHW planes at any stride and padding); declined (another ran)
+ * on planes at other strides, strided planes, other padding modes on planes, a forward with z and
+ * an infinite weight (whose NaN and Inf then match the reference's); an infinite dy at a pixel
+ * whose taps reach into zero padding makes the reference's NaN in dw. */
+static nconv_status stem_calls(nconv_context *ctx, const nconv_problem *p, operands *o) {
+    const nconv_status st = nconv_forward(ctx, p, &o->epi, &o->x.t, &o->w.t, o->has_b ? &o->b.t : NULL,
+                                          o->has_z ? &o->z.t : NULL, &o->y.t, NULL, 0);
+    if (st) return st;
+    return nconv_backward(ctx, p, NULL, &o->x.t, NULL, NULL, &o->dy.t, NULL, &o->dw.t, &o->db.t, NULL, NULL, 0);
 }
 
-/* The forward of ref_1_3's operands: r by the reference, a and b by ctx on 1 and 3 threads. */
-static int stem_fwd_1_3(void *arg) {
+/* The forward and backward-weights of ref_1_3's operands: r by the reference, a and b by ctx on 1
+ * and 3 threads. */
+static int stem_calls_1_3(void *arg) {
     const ref_1_3 *c = arg;
-    CHECK(stem_fwd(c->ref, c->p, c->r) == NCONV_OK, "ref: %s", nconv_last_error());
+    CHECK(stem_calls(c->ref, c->p, c->r) == NCONV_OK, "ref: %s", nconv_last_error());
     nconv_context_set_threads(c->ctx, 1);
-    CHECK(stem_fwd(c->ctx, c->p, c->a) == NCONV_OK, "%s", nconv_last_error());
+    CHECK(stem_calls(c->ctx, c->p, c->a) == NCONV_OK, "%s", nconv_last_error());
     nconv_context_set_threads(c->ctx, 3);
-    CHECK(stem_fwd(c->ctx, c->p, c->b) == NCONV_OK, "%s", nconv_last_error());
+    CHECK(stem_calls(c->ctx, c->p, c->b) == NCONV_OK, "%s", nconv_last_error());
     return 0;
 }
 
@@ -1492,7 +1497,7 @@ static void test_stem(void) {
                                  {2, 1, 33, 19, 5, 1, 6, 1, 0, 1},  {2, 3, 24, 20, 3, 1, 1, 1, 2, 3},
                                  {2, 3, 24, 20, 3, 1, 1, 1, 3, 0},  {1, 1, 24, 90, 10, 5, 0, 1, 0, 1}};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
-    for (int i = 0; i < ncases + 1; i++) /* the last: case 0 with an infinite weight */
+    for (int i = 0; i < ncases + 1; i++) /* the last: case 0 with an infinite weight and dy */
         for (int layout = LAYOUT_NCX; layout <= LAYOUT_STRIDED; layout++) {
             const int64_t *cs = cases[i < ncases ? i : 0];
             nconv_problem p;
@@ -1509,31 +1514,44 @@ static void test_stem(void) {
             for (int d = 0; d < p.ndims; d++) red *= cs[4];
             CHECK(!strcmp(chosen, "stem") == (red >= 16 && red <= 100), "stem case %d: the heuristic takes %s", i,
                   chosen);
+            nconv_algorithm_chosen(ctx, &p, NCONV_DIR_BWD_W, &chosen);
+            CHECK(!strcmp(chosen, "stem") == (red <= 100), "stem case %d: the heuristic takes %s for bwd_w", i, chosen);
             operands r, a, b;
             char text[1 << 15] = "";
             operands_make3(&r, &a, &b, &p, layout, &rng);
             const int epi = (int)cs[9];
             r.has_b = a.has_b = b.has_b = epi & 1, r.has_z = a.has_z = b.has_z = epi >= 2;
             r.epi = a.epi = b.epi = (nconv_epilogue){epi == 1 || epi == 3 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
-            if (i == ncases)
-                for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 5, INFINITY);
+            for (int k = 0; k < 3 && i == ncases; k++) {
+                operands *o = k == 0 ? &r : k == 1 ? &a : &b;
+                nconv__store1(o->w.buf, p.dtype, 5, INFINITY);
+                nconv__store1(o->dy.buf, p.dtype, 0, INFINITY); /* pixel 0: taps in the padding */
+            }
             ref_1_3 call = {ref, forced, &p, &r, &a, &b};
-            test_verbose_run(stem_fwd_1_3, &call, text, sizeof text);
+            test_verbose_run(stem_calls_1_3, &call, text, sizeof text);
             /* planes: at W stride 2, and 1 with 16-lane vectors (these small rows fit planes_fit) */
             const int planes = layout == LAYOUT_NCX && p.padding_mode == NCONV_PAD_ZEROS &&
                                (cs[5] == 2 || (cs[5] == 1 && nconv__kernels()->dw_vl >= 16));
             const int on = i < ncases && epi < 2 && (layout == LAYOUT_NXC || planes);
             CHECK(verbose_ran(text, "core=fwd,", "algo=stem,") == on, "stem case %d layout %d: stem %s in\n%s", i,
                   layout, on ? "did not run" : "ran", text);
-            if (i == ncases) {
-                const int64_t bad = class_differs(&a.y, &r.y, p.dtype);
-                CHECK(bad < 0, "stem case %d layout %d: y[%lld] differs in class from the reference", i, layout,
-                      (long long)bad);
-            } else {
-                const double e = rel_err(&a.y, &r.y, p.dtype);
-                CHECK(e <= tolerance(p.dtype), "stem case %d layout %d: y err %g", i, layout, e);
-                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes), "stem case %d layout %d: y differs between 1 and 3 threads\n%s",
-                      i, layout, text);
+            const int on_bw = layout != LAYOUT_STRIDED;
+            CHECK(verbose_ran(text, "core=bwd_w,", "algo=stem,") == on_bw, "stem case %d layout %d: bwd_w stem %s in\n%s",
+                  i, layout, on_bw ? "did not run" : "ran", text);
+            const tensor *got[] = {&a.y, &a.dw, &a.db}, *want[] = {&r.y, &r.dw, &r.db}, *other[] = {&b.y, &b.dw, &b.db};
+            for (int t = 0; t < 3; t++) {
+                if (i == ncases) {
+                    const int64_t bad = class_differs(got[t], want[t], p.dtype);
+                    CHECK(bad < 0, "stem case %d layout %d: %s[%lld] differs in class from the reference", i, layout,
+                          t == 0 ? "y" : t == 1 ? "dw" : "db", (long long)bad);
+                    continue;
+                }
+                const double e = rel_err(got[t], want[t], p.dtype);
+                CHECK(e <= tolerance(p.dtype), "stem case %d layout %d: %s err %g", i, layout,
+                      t == 0 ? "y" : t == 1 ? "dw" : "db", e);
+                CHECK(!memcmp(got[t]->buf, other[t]->buf, got[t]->bytes),
+                      "stem case %d layout %d: %s differs between 1 and 3 threads\n%s", i, layout,
+                      t == 0 ? "y" : t == 1 ? "dw" : "db", text);
             }
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
@@ -1612,7 +1630,7 @@ static void test_split(void) {
         {1, 2, 4, 24, 1, 600, 5, 2, 0, 1, 0, 0, "igemm"},   {3, 1, 4, 8, 1, 12, 3, 1, 1, 1, 0, 0, NULL},
         {2, 3, 32, 32, 4, 24, 3, 1, 1, 1, 0, 0, "grouped"}, {2, 2, 16, 16, 16, 30, 3, 1, 1, 1, 0, 0, "depthwise"},
         {2, 3, 8, 6, 1, 15, 4, 2, 1, 1, 1, 0, NULL},        {2, 1, 8, 6, 1, 30, 3, 1, 1, 1, 1, 0, "igemm"},
-        {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL}};
+        {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL},        {2, 2, 3, 16, 1, 30, 3, 2, 1, 1, 0, 0, NULL}};
     int split[2] = {0, 0}, split16 = 0;
     /* f16 and bf16 (pieces in forward and backward-data; dw whole) on a case of each kind */
     const size_t ncases = sizeof cases / sizeof cases[0], cases16[] = {0, 1, 2, 6, 9, 10, 12};

@@ -16,7 +16,7 @@
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
- * - the few-input-channel kernels of every ISA (sweep_stem_kernels);
+ * - the few-input-channel kernels of every ISA, forward and backward-weights (sweep_stem_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's, and their
  *   16-bit input variants bit for bit as the f32 transforms on widened values (sweep_wino16);
  * - the tables against the kernel lists of kernels.h (check_tables). */
@@ -342,8 +342,8 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
  * relu (a NaN input stays NaN) and streamed stores on 64-byte aligned rows. stem_planes (tables
  * that have it): 1 to 33 channels, rows of 1 to 112 pixels (vector tails, 1 to 3 vectors a
  * block), 1 to 9 source rows, taps reading two runs of a row (as its phases) whose ends and
- * whose neighbours are NaN, at positions before, inside and past them. phases: steps 1 to 5 on
- * rows of 1 to 300, exact. */
+ * whose neighbours are NaN, at positions before, inside and past them. stem_bw: see below.
+ * phases: steps 1 to 5 on rows of 1 to 300, exact. */
 static void sweep_stem_kernels(const nconv_kernels *k, uint64_t *rng) {
     const int64_t Os[] = {1, 7, 16, 17, 32, 33, 48, 64, 96, 100}, ns[] = {1, 5, 6, 7, 8, 9, 23, 48};
     for (size_t oi = 0; oi < sizeof Os / sizeof Os[0]; oi++)
@@ -441,6 +441,51 @@ static void sweep_stem_kernels(const nconv_kernels *k, uint64_t *rng) {
                 CHECK(worst <= 1e-5 && untouched, "%s stem_planes O %lld n %lld rows %lld taps %lld: err %g, untouched %d",
                       k->name, (long long)O, (long long)n, (long long)nr, (long long)nk, worst, untouched);
                 free(rowbuf), free(w), free(y);
+            }
+    /* stem_bw: channel widths for every grouping of vectors (1-9 of 16), tap counts across the
+     * tiles' splits, sums and db added to what acc and db hold, a row past the taps untouched,
+     * dy rows wider than op, and lines to fetch ahead. */
+    const int64_t bops[] = {16, 32, 48, 64, 80, 96, 112, 128, 144}, bnts[] = {0, 1, 5, 7, 9, 13, 14, 15, 24, 25, 27, 48};
+    const int64_t bns[] = {1, 2, 5, 17};
+    for (size_t oi = 0; k->stem_bw && oi < sizeof bops / sizeof bops[0]; oi++)
+        for (size_t ti = 0; ti < sizeof bnts / sizeof bnts[0]; ti++)
+            for (size_t ni = 0; ni < sizeof bns / sizeof bns[0]; ni++) {
+                const int64_t op = bops[oi], nt = bnts[ti], n = bns[ni], xs = 1 + 2 * (int64_t)(ti % 2);
+                const int64_t ds = op + 16 * (int64_t)(ni % 2), rows = nt + 1;
+                int64_t xo[48], ao[48], xmax = 0;
+                for (int64_t t = 0; t < nt; t++) {
+                    xo[t] = (int64_t)(test_uniform(rng) * 10 + 10), ao[t] = (nt - 1 - t) * op;
+                    if (xo[t] > xmax) xmax = xo[t];
+                }
+                float *x = malloc(sizeof(float) * (size_t)(xmax + n * xs + 1));
+                float *dy = malloc(sizeof(float) * (size_t)(n * ds));
+                float *acc = aligned_alloc(64, sizeof(float) * (size_t)(rows * op));
+                float *acc0 = malloc(sizeof(float) * (size_t)(rows * op));
+                float *db = aligned_alloc(64, sizeof(float) * (size_t)op), db0[144];
+                for (int64_t i = 0; i < xmax + n * xs + 1; i++) x[i] = (float)test_uniform(rng);
+                for (int64_t i = 0; i < n * ds; i++) dy[i] = (float)test_uniform(rng);
+                for (int64_t i = 0; i < rows * op; i++) acc[i] = acc0[i] = (float)test_uniform(rng);
+                for (int64_t o = 0; o < op; o++) db[o] = db0[o] = (float)test_uniform(rng);
+                const nconv_lines ahead = {dy, n, op, ds};
+                k->stem_bw(n, op, nt, x, xo, xs, dy, ds, acc, ao, ni % 3 ? db : NULL, ni % 2 ? &ahead : NULL);
+                double worst = 0;
+                int untouched = 1;
+                for (int64_t o = 0; o < op; o++) {
+                    for (int64_t t = 0; t < nt; t++) {
+                        double want = acc0[ao[t] + o];
+                        for (int64_t i = 0; i < n; i++) want += (double)x[xo[t] + i * xs] * dy[i * ds + o];
+                        const double e = fabs(acc[ao[t] + o] - want) / (1 + fabs(want));
+                        if (!(e <= worst)) worst = e;
+                    }
+                    untouched &= acc[nt * op + o] == acc0[nt * op + o];
+                    double want = db0[o];
+                    for (int64_t i = 0; ni % 3 && i < n; i++) want += dy[i * ds + o];
+                    const double e = fabs(db[o] - want) / (1 + fabs(want));
+                    if (!(e <= worst)) worst = e;
+                }
+                CHECK(worst <= 1e-5 && untouched, "%s stem_bw op %lld taps %lld n %lld xs %lld: err %g, untouched %d",
+                      k->name, (long long)op, (long long)nt, (long long)n, (long long)xs, worst, untouched);
+                free(x), free(dy), free(acc), free(acc0), free(db);
             }
     for (int64_t s = 1; k->phases && s <= 5; s++)
         for (int64_t n = 1; n <= 300; n += n < 70 ? 1 : 115) {

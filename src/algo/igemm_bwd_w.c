@@ -57,6 +57,19 @@ static void bias_lanes(const bw_ctx *bc, double *lane, const float *dy0, int64_t
     }
 }
 
+/* acc[r * ld + o] += 0 * dy(p, o) for r < rows, o < cols, over pixels [p0, p1), dy(p, o) at
+ * brow[p][boff + (o / NR) * bs + o % NR]: the products of a row of zero padding, which takes no
+ * kernel call. They are zeros but where dy is not finite: NaN, as PyTorch (and the reference)
+ * make them; only those are added. */
+static void zero_row_products(const float *const *brow, int64_t boff, int64_t bs, int64_t p0, int64_t p1,
+                              int64_t cols, float *acc, int64_t rows, int64_t ld) {
+    for (int64_t o = 0; o < cols; o++) {
+        float f = 0.0f;
+        for (int64_t p = p0; p < p1; p++) f += 0.0f * brow[p][boff + o / NR * bs + o % NR];
+        for (int64_t r = 0; f != 0.0f && r < rows; r++) acc[r * ld + o] += f; /* f is 0 or NaN */
+    }
+}
+
 /* Units [u0, u1) (group, tap, tile of MR rows) reduced over pixels
  * [m0, m1), block by block, into acc; with lanes, the tap-0 units' output
  * channels of dy summed into them as well. Rows are output channels: A = dy^T
@@ -271,9 +284,14 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                             for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(xrows[e] + i);
                         }
                     }
-                    for (int64_t v = u; v < run_end && (!g->wfold || xrows[k] != bc->zero); v++) {
+                    for (int64_t v = u; v < run_end; v++) {
                         const int64_t ot = v % bc->tiles, r0 = ot * g->bw_mr;
                         const int64_t mr = rows_n - r0 < g->bw_mr ? rows_n - r0 : g->bw_mr;
+                        if (g->wfold && xrows[k] == bc->zero) {
+                            zero_row_products(brow, boff, bs, k, e, cols_n, acc + (gt * rows_n + r0) * cols_n, mr,
+                                              cols_n);
+                            continue;
+                        }
                         ib(mr, np, nc_last, e - k, g->wfold ? xrows[k] + r0 : apack + ot * ts, lda, brow + k, boff, bs,
                            acc + (gt * rows_n + r0) * cols_n, cols_n, add);
                     }

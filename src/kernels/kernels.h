@@ -302,6 +302,51 @@ typedef void nconv_f32_stem_planes_t(int64_t n, int64_t O, int64_t nr, const flo
                                      int flags);
 typedef nconv_f32_stem_planes_t *nconv_f32_stem_planes_fn;
 
+/* Memory a kernel brings into the cache while it computes (its caller's next operands): rows
+ * of len floats, stride apart, from p (NULL: none). */
+typedef struct nconv_lines {
+    const float *p;
+    int64_t rows, len, stride;
+} nconv_lines;
+
+/* A kernel's walk over such lines, a line a step (next: one prefetch). */
+typedef struct nconv_ahead {
+    const char *at, *end, *row;
+    int64_t rows, len, stride; /* bytes */
+} nconv_ahead;
+static inline void nconv__ahead_row(nconv_ahead *a) {
+    a->at = (const char *)((uintptr_t)a->row & ~(uintptr_t)63), a->end = a->row + a->len;
+}
+static inline nconv_ahead nconv__ahead_start(const nconv_lines *l) {
+    nconv_ahead a = {NULL, NULL, NULL, 0, 0, 0};
+    if (!l || !l->p || l->rows <= 0 || l->len <= 0) return a;
+    a.row = (const char *)l->p, a.rows = l->rows;
+    a.len = l->len * (int64_t)sizeof(float), a.stride = l->stride * (int64_t)sizeof(float);
+    nconv__ahead_row(&a);
+    return a;
+}
+static inline void nconv__ahead_next(nconv_ahead *a) {
+    if (!a->at) return;
+    __builtin_prefetch(a->at);
+    a->at += 64;
+    if (a->at < a->end) return;
+    if (--a->rows > 0) a->row += a->stride, nconv__ahead_row(a);
+    else a->at = NULL;
+}
+
+/*
+ * stem's backward-weights over a run of n output pixels, with stem's taps (tap t of pixel i reads
+ * x[xo[t] + i * xs]) and the pixels' rows of dy, op output channels each (a multiple of 16):
+ *   acc[ao[t] + o] += sum_{i < n} x[xo[t] + i * xs] * dy[i * ds + o]   (t < nt, o < op),
+ * each sum formed over i in order, then added; with db (else NULL) db[o] += sum_i dy[i * ds + o],
+ * pixel i summed into partial sum i % 4 in order, then (s0 + s1) + (s2 + s3) added. acc + ao[t] and db are 64-byte aligned. The lines of `ahead` are prefetched a line per
+ * pixel of each pass (a burst of them would stall the loads).
+ */
+typedef void nconv_f32_stem_bw_t(int64_t n, int64_t op, int64_t nt, const float *x, const int64_t *xo, int64_t xs,
+                                 const float *dy, int64_t ds, float *acc, const int64_t *ao, float *db,
+                                 const nconv_lines *ahead);
+typedef nconv_f32_stem_bw_t *nconv_f32_stem_bw_fn;
+
 /* The column phases of a row of n elements at step s (stem_planes' source rows at a stride):
  * dst[q * ld + i] = src[i * s + q] for q < s, i * s + q < n. */
 typedef void nconv_f32_phases_t(int64_t n, int64_t s, const float *src, float *dst, int64_t ld);
@@ -420,6 +465,7 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
 #define NCONV_STEM_KERNELS(X)                                                   \
     X(stem, f32_stem, f32_stem, avx2, avx512)                                   \
     X(stem_planes, f32_stem_planes, f32_stem_planes, avx2, avx512)             \
+    X(stem_bw, f32_stem_bw, f32_stem_bw, avx2, avx512)                         \
     X(phases, f32_phases, f32_phases, avx2, avx512)
 #define NCONV_GROUPED_KERNELS(X)                                                \
     X(gbw, f32_gbw, f32_gbw, avx2, avx2)                                        \
