@@ -262,6 +262,9 @@ typedef struct nconv_arena {
 
 size_t nconv__ws_round(size_t bytes);
 void *nconv__arena_take(nconv_arena *a, size_t bytes);
+/* The bytes between two threads' scratch areas of `bytes` each: at least 64 KiB. Two threads
+ * whose areas lay closer ran up to 1.8x slower than with them apart (BENCHMARKS.md). */
+size_t nconv__thread_stride(size_t bytes);
 
 /* ------------------------------------------------------------ algorithms */
 

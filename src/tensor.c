@@ -223,6 +223,11 @@ void nconv__scatter(const nconv_view *v, const void *src, int src_f64, const nco
 
 size_t nconv__ws_round(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
+size_t nconv__thread_stride(size_t bytes) {
+    const size_t apart = (size_t)64 << 10;
+    return nconv__ws_round(bytes) > apart ? nconv__ws_round(bytes) : apart;
+}
+
 void *nconv__arena_take(nconv_arena *a, size_t bytes) {
     /* Start aligned even when the caller's workspace is not. */
     uintptr_t base = (uintptr_t)a->base + a->used;

@@ -85,9 +85,9 @@ static size_t bw_thread_bytes(const nconv_core *c) {
 static size_t stem_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     (void)copies;
     if (dir == NCONV_DIR_BWD_W)
-        return 64 + nconv__ws_round((size_t)bw_chunks(c) * bw_sums_bytes(c)) + (size_t)threads * bw_thread_bytes(c);
+        return 64 + nconv__ws_round((size_t)bw_chunks(c) * bw_sums_bytes(c)) + (size_t)threads * nconv__thread_stride(bw_thread_bytes(c));
     return 64 + nconv__ws_round(pack_bytes(c)) + nconv__ws_round(sizeof(float) * (size_t)o_pad(c)) +
-           (size_t)threads * thread_bytes(c);
+           (size_t)threads * nconv__thread_stride(thread_bytes(c));
 }
 
 /* dst[t][o]: tap t = (c, kd, kh, kw) in order, o_pad lanes a tap (zeros past O); 0 with a
@@ -422,7 +422,7 @@ static nconv_status bw_run(const nconv_exec *e) {
     const nconv_view *y = e->y;
     if (y->stride[1] != 1 && y->stride[4] != 1) return (nconv_status)NCONV__DECLINE_OWN; /* no rows to read */
     const int64_t chunks = bw_chunks(c);
-    const size_t stride = bw_thread_bytes(c);
+    const size_t stride = nconv__thread_stride(bw_thread_bytes(c));
     char *sums = nconv__arena_take(e->ws, (size_t)chunks * bw_sums_bytes(c));
     char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * stride);
     if (!sums || !scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm stem");
@@ -441,7 +441,7 @@ static nconv_status stem_run(const nconv_exec *e) {
     if ((e->epi && e->epi->z) || (y->stride[1] != 1 && !planes)) return (nconv_status)NCONV__DECLINE_OWN;
     float *wp = e->packed ? NULL : nconv__arena_take(e->ws, pack_bytes(c));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)o_pad(c));
-    const size_t stride = thread_bytes(c);
+    const size_t stride = nconv__thread_stride(thread_bytes(c));
     char *scratch = nconv__arena_take(e->ws, (size_t)e->threads * stride);
     if ((!e->packed && !wp) || !init || !scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm stem");
