@@ -196,8 +196,8 @@ static void geometry(const nconv_core *c, nconv_direction dir, const nconv_kerne
 }
 
 static size_t thread_bytes(const dw_geo *g) {
-    return nconv__ws_round(g->ring) + nconv__ws_round(g->tags) + nconv__ws_round(g->rowbuf) +
-           nconv__ws_round(g->dybuf) + nconv__ws_round(g->ptrs) + nconv__ws_round(g->toff);
+    return nconv__thread_stride(nconv__ws_round(g->ring) + nconv__ws_round(g->tags) + nconv__ws_round(g->rowbuf) +
+                                nconv__ws_round(g->dybuf) + nconv__ws_round(g->ptrs) + nconv__ws_round(g->toff));
 }
 
 static size_t sizes(const nconv_core *c, nconv_direction dir, const nconv_kernels *k, int threads, unsigned copies,

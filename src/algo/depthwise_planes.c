@@ -96,7 +96,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     /* bwd_w's kernel takes a slice's rows at once */
     const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1;
     g->ptrs = sizeof(float *) * (size_t)nptrs;
-    g->thread = nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs);
+    g->thread = nconv__thread_stride(nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs));
 }
 
 static size_t dp_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
