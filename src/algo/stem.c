@@ -38,7 +38,8 @@ enum {
     CHUNK_FLOATS = 8192,  /* outputs of a kernel call on channels-last y: 32 KiB */
     PLANES_FLOATS = 4096, /* see planes_fit */
     BW_FLOATS = 4096,     /* bwd_w: dy rows of a kernel call (16 KiB: in L1 over the taps' passes) */
-    BW_CHUNKS = 64        /* bwd_w: sums of this many pixel chunks at most, added in order */
+    BW_CHUNKS = 64,       /* bwd_w: sums of this many pixel chunks at most, added in order */
+    BW_MIN_PLANE_RUN = 32 /* bwd_w: the fewest pixels a piece reads from each of dy's NCHW planes */
 };
 #define BW_SUMS_BYTES ((size_t)16 << 20) /* bwd_w: the chunks' sums at most */
 #define STREAM_BYTES (2 * NCONV_STREAM_OUTPUT_BYTES)
@@ -85,7 +86,8 @@ static size_t bw_thread_bytes(const nconv_core *c) {
 static size_t stem_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     (void)copies;
     if (dir == NCONV_DIR_BWD_W)
-        return 64 + nconv__ws_round((size_t)bw_chunks(c) * bw_sums_bytes(c)) + (size_t)threads * nconv__thread_stride(bw_thread_bytes(c));
+        return 64 + nconv__ws_round((size_t)bw_chunks(c) * bw_sums_bytes(c)) +
+               (size_t)threads * nconv__thread_stride(bw_thread_bytes(c));
     return 64 + nconv__ws_round(pack_bytes(c)) + nconv__ws_round(sizeof(float) * (size_t)o_pad(c)) +
            (size_t)threads * nconv__thread_stride(thread_bytes(c));
 }
@@ -342,7 +344,8 @@ static void row_bw(const bw_ctx *b, unit_taps *u, float *dyb, int64_t n, int64_t
         else e->k->transpose(O, c1 - c0, yd + c0, y->stride[1], dyb, op);
         for (int64_t ow = c0; dropped && ow < c1; ow++) pad_products(c, od, oh, ow, d + (ow - c0) * ds, sums);
         if (lo < hi)
-            e->k->stem_bw(hi - lo, op, nt, xd + (lo - a) * xs, u->xo, xs, d + (lo - c0) * ds, ds, sums, u->wo, db, &ahead);
+            e->k->stem_bw(hi - lo, op, nt, xd + (lo - a) * xs, u->xo, xs, d + (lo - c0) * ds, ds, sums, u->wo, db,
+                          &ahead);
         for (int64_t ow = first_edge(c0, lo, hi); ow < c1; ow = next_edge(ow, lo, hi)) {
             const int64_t ne = edge_taps(c, x, u, ow);
             if (ne < taps_row && !dropped) pad_products(c, od, oh, ow, d + (ow - c0) * ds, sums);
@@ -371,7 +374,8 @@ static void bw_task(void *arg, int tid, int nthreads) {
         for (int64_t i = u0; i < u1; i++) {
             const int64_t n = i / (OD * OH), od = i / OH % OD, oh = i % OH;
             const int64_t j = i + 1 < u1 ? i + 1 : -1;
-            const float *next = j < 0 ? NULL : (const float *)e->y->data + pixel(e->y, j / (OD * OH), j / OH % OD, j % OH, 0);
+            const float *next =
+                j < 0 ? NULL : (const float *)e->y->data + pixel(e->y, j / (OD * OH), j / OH % OD, j % OH, 0);
             unit_rows(c, e->x, &u, n, od, oh);
             row_bw(b, &u, dyb, n, od, oh, next, sums, db);
         }
@@ -421,6 +425,9 @@ static nconv_status bw_run(const nconv_exec *e) {
     const nconv_core *c = e->c;
     const nconv_view *y = e->y;
     if (y->stride[1] != 1 && y->stride[4] != 1) return (nconv_status)NCONV__DECLINE_OWN; /* no rows to read */
+    /* NCHW planes of many channels: pieces of a line or two of each plane (wav2vec2's 512 channels:
+     * 16 pixels) ran 1.6x slower than igemm with two threads */
+    if (y->stride[1] != 1 && BW_FLOATS / o_pad(c) < BW_MIN_PLANE_RUN) return (nconv_status)NCONV__DECLINE_OWN;
     const int64_t chunks = bw_chunks(c);
     const size_t stride = nconv__thread_stride(bw_thread_bytes(c));
     char *sums = nconv__arena_take(e->ws, (size_t)chunks * bw_sums_bytes(c));

@@ -2,8 +2,9 @@
  * Backward-weights of few input channels, AVX2 + FMA (contract in ../kernels.h). A tile of up to
  * 6 taps by 2 vectors of 8 output channels is summed in registers over the whole run of pixels:
  * per pixel, the 2 vectors of dy are loaded once and each tap's input is one broadcast read
- * where it lies, so neither x nor dy is copied. The taps are split into tiles of equal size. The
- * sums are named variables, not an array: GCC otherwise keeps the array in memory.
+ * where it lies, so neither x nor dy is copied. The taps are split into tiles of near-equal size.
+ * The sums are named variables, not an array: GCC otherwise keeps the array in memory. Each pixel
+ * of a pass also prefetches one line of `ahead`; db's sums follow while dy is in L1.
  */
 #include "../kernels.h"
 #include "avx2_util.h"

@@ -2,9 +2,10 @@
  * Backward-weights of few input channels, AVX-512 (contract in ../kernels.h). A tile of T taps by
  * V vectors of 16 output channels is summed in registers over the whole run of pixels: per
  * pixel, V vectors of dy are loaded once and each tap's input is one broadcast read where it
- * lies, so neither x nor dy is copied. Tiles take at most 24 sums and leave registers for dy and
- * the broadcast; the taps are split into tiles of equal size (27 taps: 14 and 13, not 14 and 13
- * padded to 14 twice).
+ * lies, so neither x nor dy is copied. Tiles hold at most 24 sums, leaving registers for dy and
+ * the broadcast, and the taps are split into tiles of near-equal size (27 taps by 2 vectors: 14
+ * and 13). Each pixel of a pass also prefetches one line of `ahead`; db's sums follow while dy is
+ * in L1.
  */
 #include "../kernels.h"
 
@@ -72,9 +73,11 @@ void nconv_f32_stem_bw__avx512(int64_t n, int64_t op, int64_t nt, const float *x
         int64_t i = 0;
         for (; i + 4 <= n; i += 4)
             for (int j = 0; j < 4; j++)
-                for (int v = 0; v < V; v++) s[v][j] = _mm512_add_ps(s[v][j], _mm512_loadu_ps(dy + (i + j) * ds + o + 16 * v));
+                for (int v = 0; v < V; v++)
+                    s[v][j] = _mm512_add_ps(s[v][j], _mm512_loadu_ps(dy + (i + j) * ds + o + 16 * v));
         for (int j = 0; i + j < n; j++)
-            for (int v = 0; v < V; v++) s[v][j] = _mm512_add_ps(s[v][j], _mm512_loadu_ps(dy + (i + j) * ds + o + 16 * v));
+            for (int v = 0; v < V; v++)
+                s[v][j] = _mm512_add_ps(s[v][j], _mm512_loadu_ps(dy + (i + j) * ds + o + 16 * v));
         for (int v = 0; v < V; v++) {
             float *p = db + o + 16 * v;
             const __m512 t = _mm512_add_ps(_mm512_add_ps(s[v][0], s[v][1]), _mm512_add_ps(s[v][2], s[v][3]));
