@@ -339,8 +339,9 @@ static inline void nconv__ahead_next(nconv_ahead *a) {
  * x[xo[t] + i * xs]) and the pixels' rows of dy, op output channels each (a multiple of 16):
  *   acc[ao[t] + o] += sum_{i < n} x[xo[t] + i * xs] * dy[i * ds + o]   (t < nt, o < op),
  * each sum formed over i in order, then added; with db (else NULL) db[o] += sum_i dy[i * ds + o],
- * pixel i summed into partial sum i % 4 in order, then (s0 + s1) + (s2 + s3) added. acc + ao[t] and db are 64-byte aligned. The lines of `ahead` are prefetched a line per
- * pixel of each pass (a burst of them would stall the loads).
+ * pixel i summed into partial sum i % 4 in order, then (s0 + s1) + (s2 + s3) added. acc + ao[t]
+ * and db are 64-byte aligned. The lines of `ahead` are prefetched a line per pixel of each pass (a
+ * burst of them would stall the loads).
  */
 typedef void nconv_f32_stem_bw_t(int64_t n, int64_t op, int64_t nt, const float *x, const int64_t *xo, int64_t xs,
                                  const float *dy, int64_t ds, float *acc, const int64_t *ao, float *db,
