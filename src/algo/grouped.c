@@ -97,7 +97,8 @@ static size_t sizes(const nconv_core *c, nconv_direction dir, unsigned copies, g
 static size_t grouped_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     gsizes s; /* see grouped_run, rows_run */
     size_t own = sizes(c, dir, copies, &s);
-    if (dir != NCONV_DIR_BWD_W) own += nconv__ws_round(sizeof(float *) * (size_t)(nconv__core_kernel_spatial(c) * threads));
+    if (dir != NCONV_DIR_BWD_W)
+        own += (size_t)threads * nconv__thread_stride(sizeof(float *) * (size_t)nconv__core_kernel_spatial(c));
     return own;
 }
 
@@ -221,7 +222,8 @@ typedef struct fctx {
     const float *src, *wp, *init, *zero; /* src blocked [block][n][s0][s1][width][8]; wp [block][t][j][8] */
     float *dst;                          /* NHWC */
     int relu;
-    const float **taps;                  /* per thread: KS pointers */
+    char *taps;                          /* per thread, tstride apart: KS pointers */
+    size_t tstride;
     int64_t ks;
 } fctx;
 
@@ -231,7 +233,7 @@ static void rows_task(void *arg, int tid, int nthreads) {
     const rowconv *r = fc->r;
     const int64_t C = c->C, q = C / c->G, blocks = C / VL, KS = fc->ks;
     const int64_t rows = c->N * r->dst[0] * r->dst[1], srows = c->N * r->src[0] * r->src[1];
-    const float **taps = fc->taps + (size_t)tid * (size_t)KS;
+    const float **taps = (const float **)(fc->taps + (size_t)tid * fc->tstride);
     int64_t u0, u1;
     nconv__split(rows * blocks, tid, nthreads, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) {
@@ -265,7 +267,9 @@ static nconv_status rows_run(const nconv_exec *e) {
     float *xb = nconv__arena_take(e->ws, s.x), *yb = nconv__arena_take(e->ws, s.y);
     float *wp = nconv__arena_take(e->ws, s.acc), *zero = nconv__arena_take(e->ws, s.zero);
     float *init = nconv__arena_take(e->ws, s.init);
-    const float **taps = nconv__arena_take(e->ws, sizeof(float *) * (size_t)(KS * e->threads));
+    /* each thread's tap list apart (lists side by side shared cache lines, written every row) */
+    const size_t tstride = nconv__thread_stride(sizeof(float *) * (size_t)KS);
+    char *taps = nconv__arena_take(e->ws, tstride * (size_t)e->threads);
     if (!xb || !yb || !wp || !zero || !init || !taps)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm grouped");
     memset(zero, 0, s.zero);
@@ -290,7 +294,7 @@ static nconv_status rows_run(const nconv_exec *e) {
     int fuse;
     float *dst = nconv__nxc_output(out, e->epi, yb, &fuse);
     nconv__epi_init(fuse ? e->epi : NULL, init, c->C);
-    fctx fc = {c, e->k, &r, xb, wp, init, zero, dst, fuse && e->epi && e->epi->relu, taps, KS};
+    fctx fc = {c, e->k, &r, xb, wp, init, zero, dst, fuse && e->epi && e->epi->relu, taps, tstride, KS};
     nconv__parallel(e, rows_task, &fc);
     if (!fuse) nconv__scatter_nxc_f32(e, out, dst, e->epi);
     return NCONV_OK;
