@@ -408,7 +408,6 @@ static void bw_sum_task(void *arg, int tid, int nthreads) {
             for (int64_t o = 0; o < no; o++) {
                 const int64_t off = base + (o0 + o) * w->stride[0];
                 if (w->dt != NCONV_F32) nconv__store1(w->data, w->dt, off, v[o]);
-                else if (e->accumulate) ((float *)w->data)[off] += (float)v[o];
                 else ((float *)w->data)[off] = (float)v[o];
             }
         }
@@ -479,7 +478,6 @@ static nconv_status stem_pack(const nconv_exec *e, void *dst) {
 /* Operands it does not read in place are declined (see above). */
 const nconv_algo nconv_algo_stem = {.name = "stem", .applies = stem_applies, .workspace = stem_workspace,
                                     .run = stem_run, .preferred = stem_preferred,
-                                    .accumulates = 1,
                                     .declines = {NCONV__DECLINES_W | NCONV__DECLINES_OWN, 0,
                                                  NCONV__DECLINES_OWN},
                                     .pack_size = stem_pack_size, .pack = stem_pack};
