@@ -382,42 +382,30 @@ static void bw_task(void *arg, int tid, int nthreads) {
     }
 }
 
-/* dw from the chunks' sums added in chunk order (in double), threads taking taps; db alike, into
- * its lane 0. */
+/* The chunks' sums added into chunk 0 in chunk order (nconv__add_chunks), threads taking ranges. */
 static void bw_sum_task(void *arg, int tid, int nthreads) {
-    enum { BLOCK = 64 }; /* output channels summed at a time */
     const bw_ctx *b = arg;
-    const nconv_exec *e = b->e;
+    const nconv_core *c = b->e->c;
+    nconv__add_chunks(tid, nthreads, (float *)b->sums, (taps(c) + 1) * o_pad(c), b->chunks, NULL, NULL, 0);
+}
+
+/* dw from chunk 0's sums, tap t = (c, kd, kh, kw); db into its lane 0. */
+static void bw_write(const nconv_exec *e, const float *sums) {
     const nconv_core *c = e->c;
     const nconv_view *w = e->w;
     const int64_t op = o_pad(c), T = taps(c), K12 = c->k[1] * c->k[2];
-    const size_t cb = bw_sums_bytes(c);
-    double v[BLOCK];
-    int64_t t0, t1;
-    nconv__split(T, tid, nthreads, &t0, &t1);
-    for (int64_t t = t0; t < t1; t++) {
+    for (int64_t t = 0; t < T; t++) {
         const int64_t ch = t / (c->k[0] * K12), k0 = t / K12 % c->k[0], k1 = t / c->k[2] % c->k[1], k2 = t % c->k[2];
         const int64_t base = ch * w->stride[1] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
-        for (int64_t o0 = 0; o0 < c->O; o0 += BLOCK) {
-            const int64_t no = c->O - o0 < BLOCK ? c->O - o0 : BLOCK;
-            memset(v, 0, sizeof v);
-            for (int64_t k = 0; k < b->chunks; k++) {
-                const float *src = (const float *)(b->sums + (size_t)k * cb) + t * op + o0;
-                for (int64_t o = 0; o < no; o++) v[o] += src[o];
-            }
-            for (int64_t o = 0; o < no; o++) {
-                const int64_t off = base + (o0 + o) * w->stride[0];
-                if (w->dt != NCONV_F32) nconv__store1(w->data, w->dt, off, v[o]);
-                else ((float *)w->data)[off] = (float)v[o];
-            }
+        for (int64_t o = 0; o < c->O; o++) {
+            const int64_t off = base + o * w->stride[0];
+            if (w->dt != NCONV_F32) nconv__store1(w->data, w->dt, off, sums[t * op + o]);
+            else ((float *)w->data)[off] = sums[t * op + o];
         }
     }
-    if (tid != 0 || !e->db_lanes) return;
+    if (!e->db_lanes) return;
     memset(e->db_lanes, 0, 4 * sizeof(double) * (size_t)c->O);
-    for (int64_t k = 0; k < b->chunks; k++) {
-        const float *src = (const float *)(b->sums + (size_t)k * cb) + T * op;
-        for (int64_t o = 0; o < c->O; o++) e->db_lanes[o] += src[o];
-    }
+    for (int64_t o = 0; o < c->O; o++) e->db_lanes[o] = sums[T * op + o];
 }
 
 static nconv_status bw_run(const nconv_exec *e) {
@@ -434,7 +422,8 @@ static nconv_status bw_run(const nconv_exec *e) {
     if (!sums || !scratch) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm stem");
     bw_ctx b = {.e = e, .sums = sums, .scratch = scratch, .stride = stride, .chunks = chunks};
     nconv__parallel(e, bw_task, &b);
-    nconv__parallel(e, bw_sum_task, &b);
+    if (chunks > 1) nconv__parallel(e, bw_sum_task, &b);
+    bw_write(e, (const float *)sums);
     if (e->db_lanes) *e->db_done = 1;
     return NCONV_OK;
 }
