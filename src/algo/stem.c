@@ -76,7 +76,7 @@ static int64_t bw_pixels(const nconv_core *c) { return BW_FLOATS / o_pad(c) > VL
 static size_t bw_sums_bytes(const nconv_core *c) { return sizeof(float) * (size_t)((taps(c) + 1) * o_pad(c)); }
 static int64_t bw_chunks(const nconv_core *c) {
     const int64_t units = c->N * c->out[0] * c->out[1], fit = (int64_t)(BW_SUMS_BYTES / bw_sums_bytes(c));
-    const int64_t k = units < BW_CHUNKS ? units : BW_CHUNKS;
+    const int64_t k = units < 1 ? 1 : units < BW_CHUNKS ? units : BW_CHUNKS; /* chunk 0 holds the sums */
     return k < fit ? k : fit > 1 ? fit : 1;
 }
 static size_t bw_thread_bytes(const nconv_core *c) {
