@@ -369,6 +369,7 @@ typedef struct nconv_algo {
     int (*suits)(unsigned copies);
 } nconv_algo;
 
+extern const nconv_algo nconv_algo_depthwise_flat;
 extern const nconv_algo nconv_algo_depthwise_planes;
 extern const nconv_algo nconv_algo_depthwise;
 extern const nconv_algo nconv_algo_grouped;

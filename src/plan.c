@@ -13,10 +13,10 @@
 
 /* Preference order for the heuristic policy; the reference accepts
  * everything and comes last. */
-static const nconv_algo *const algos[] = {&nconv_algo_depthwise_planes, &nconv_algo_depthwise,    &nconv_algo_grouped,
-                                          &nconv_algo_winograd,          &nconv_algo_stem,         &nconv_algo_igemm_planes,
-                                          &nconv_algo_igemm_cols,        &nconv_algo_igemm,        &nconv_algo_gemm,
-                                          &nconv_algo_ref};
+static const nconv_algo *const algos[] = {
+    &nconv_algo_depthwise_flat, &nconv_algo_depthwise_planes, &nconv_algo_depthwise, &nconv_algo_grouped,
+    &nconv_algo_winograd,       &nconv_algo_stem,             &nconv_algo_igemm_planes, &nconv_algo_igemm_cols,
+    &nconv_algo_igemm,          &nconv_algo_gemm,             &nconv_algo_ref};
 
 int nconv__algo_count(void) { return (int)(sizeof algos / sizeof algos[0]); }
 const nconv_algo *nconv__algo_at(int i) { return i >= 0 && i < nconv__algo_count() ? algos[i] : NULL; }

@@ -763,7 +763,12 @@ static void test_planes(void) {
         {2, 8, 40, 1, 40, 1, 1, 0, 1, 0, 0},   {2, 1, 24, 1, 45, 3, 1, 1, 1, 0, 1},
         /* reductions of 256 rows and more: with 16-lane vectors the row tiles run over pairs of
          * pixel tiles (bwd_d of 300 channels; fwd with 16-bit rows narrowed by the kernel) */
-        {2, 40, 300, 1, 11, 1, 1, 0, 1, 0, 0}, {2, 256, 24, 1, 10, 1, 1, 0, 1, 0, 0}};
+        {2, 40, 300, 1, 11, 1, 1, 0, 1, 0, 0}, {2, 256, 24, 1, 10, 1, 1, 0, 1, 0, 0},
+        /* strided 1x1 kernels with reductions past the gather's, every direction: fwd picks B by
+         * pixel offsets, bwd_d spreads whole rows over dx, bwd_w picks x's rows (one reduction
+         * block; two, the second short; groups in 3D; stride 3 and a last tile of 1 pixel) */
+        {2, 96, 40, 1, 15, 1, 2, 0, 1, 0, 0},  {2, 300, 20, 1, 17, 1, 2, 0, 1, 0, 0},
+        {3, 160, 32, 2, 9, 1, 2, 0, 1, 0, 0},  {2, 70, 16, 1, 25, 1, 3, 0, 1, 0, 0}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -1090,7 +1095,8 @@ static void test_depthwise(void) {
                 nconv_algorithm_chosen(ctx, &p, (nconv_direction)dir, &chosen);
                 CHECK(applies == (dir != NCONV_DIR_BWD_D || p.padding_mode == NCONV_PAD_ZEROS),
                       "depthwise case %d dir %d: applies %d", i, dir, applies);
-                CHECK(!applies || !strcmp(chosen, "depthwise") || !strcmp(chosen, "depthwise_planes"),
+                CHECK(!applies || !strcmp(chosen, "depthwise") || !strcmp(chosen, "depthwise_planes") ||
+                          !strcmp(chosen, "depthwise_flat"),
                       "depthwise case %d dir %d: the heuristic chose %s", i, dir, chosen);
             }
             operands r, a, b;
@@ -1282,6 +1288,43 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
     return 0;
 }
 
+/* The depthwise algo on NCHW planes (forced, as the context has it) with non-finite operands, a 3 x
+ * 3 layer: an infinite weight, NaN where the reference has it in fwd (the padding's products too),
+ * and bwd_d declined; an infinite dy element in a corner (its taps on the padding: NaN) and one
+ * inside: bwd_w's NaN and Inf where the reference has them. */
+static void check_planes_nonfinite(const char *algo, nconv_context *ref, nconv_context *forced, nconv_context *heur,
+                                   uint64_t *rng) {
+    char ran[64], what[96];
+    snprintf(ran, sizeof ran, "algo=%s,", algo);
+    nconv_problem p;
+    nconv_problem_init(&p, 2);
+    p.batch = 2, p.in_channels = p.out_channels = p.groups = 3;
+    for (int d = 0; d < 2; d++) p.in_size[d] = 9 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
+    operands r, a, b;
+    char text[16384];
+    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, rng);
+    for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 4, INFINITY);
+    planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1, 1};
+    test_verbose_run(planes_call_run, &call, text, sizeof text);
+    CHECK(verbose_ran(text, "core=fwd,", ran) && !verbose_ran(text, "core=bwd_d,", ran),
+          "%s, infinite weight: fwd on it, bwd_d declined, in\n%s", algo, text);
+    snprintf(what, sizeof what, "%s, infinite weight", algo);
+    const class_out outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
+    check_classes(what, outs, 2, p.dtype);
+    operands_free(&r), operands_free(&a), operands_free(&b);
+    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, rng);
+    r.has_b = a.has_b = b.has_b = 1;
+    for (int k = 0; k < 3; k++)
+        for (int64_t e = 0; e < 2; e++)
+            nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->dy.buf, p.dtype, e ? 45 : 0, INFINITY);
+    test_verbose_run(planes_call_run, &call, text, sizeof text);
+    CHECK(verbose_ran(text, "core=bwd_w,", ran), "%s, infinite dy: bwd_w not on it in\n%s", algo, text);
+    snprintf(what, sizeof what, "%s, infinite dy", algo);
+    const class_out grads[] = {{"dw", &a.dw, &r.dw}, {"db", &a.db, &r.db}};
+    check_classes(what, grads, 2, p.dtype);
+    operands_free(&r), operands_free(&a), operands_free(&b);
+}
+
 /* depthwise_planes, depthwise on f32 NCHW planes read in place: forced, over 1-3D, kernels 1-7 (3, 5
  * and 7 with code of their own), strides 1-3 (W stride 1 and 2 read in place, 3 through phases),
  * dilation, padding wider than the kernel's reach (bwd_d: a dy row cut), every padding mode (other
@@ -1365,34 +1408,77 @@ static void test_depthwise_planes(void) {
             check_1_3("depthwise planes", i, layout, &p, &r, &a, &b, r.has_b);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
-    /* an infinite weight */
-    nconv_problem p;
-    nconv_problem_init(&p, 2);
-    p.batch = 2, p.in_channels = p.out_channels = p.groups = 3;
-    for (int d = 0; d < 2; d++) p.in_size[d] = 9 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
-    operands r, a, b;
-    char text[16384];
-    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
-    for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, p.dtype, 4, INFINITY);
-    planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1, 1};
-    test_verbose_run(planes_call_run, &call, text, sizeof text);
-    CHECK(verbose_ran(text, "core=fwd,", "algo=depthwise_planes,") &&
-              !verbose_ran(text, "core=bwd_d,", "algo=depthwise_planes,"),
-          "depthwise planes, infinite weight: fwd on depthwise_planes, bwd_d declined, in\n%s", text);
-    const class_out outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
-    check_classes("depthwise planes, infinite weight", outs, 2, p.dtype);
-    operands_free(&r), operands_free(&a), operands_free(&b);
-    /* an infinite dy element in a corner (its taps on the padding: NaN) and one inside */
-    operands_make3(&r, &a, &b, &p, LAYOUT_NCX, &rng);
-    r.has_b = a.has_b = b.has_b = 1;
-    for (int k = 0; k < 3; k++)
-        for (int64_t e = 0; e < 2; e++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->dy.buf, p.dtype, e ? 45 : 0, INFINITY);
-    test_verbose_run(planes_call_run, &call, text, sizeof text);
-    CHECK(verbose_ran(text, "core=bwd_w,", "algo=depthwise_planes,"),
-          "depthwise planes, infinite dy: bwd_w not on depthwise_planes in\n%s", text);
-    const class_out grads[] = {{"dw", &a.dw, &r.dw}, {"db", &a.db, &r.db}};
-    check_classes("depthwise planes, infinite dy", grads, 2, p.dtype);
-    operands_free(&r), operands_free(&a), operands_free(&b);
+    check_planes_nonfinite("depthwise_planes", ref, forced, heur, &rng);
+    nconv_context_destroy(ref);
+    nconv_context_destroy(forced);
+    nconv_context_destroy(heur);
+}
+
+/* depthwise_flat, depthwise on f32 NCHW planes of the source's shape (stride 1) flattened: forced
+ * over 1-3D, kernels 1-7 (an even one with padding 1 before and 2 after), dilation, planes of 7
+ * to 40 pixels a row (vector tails; planes of 1 to 13 vectors), transposed (its forward is the
+ * core bwd_d, with bias and relu), with and without the epilogue, NCHW and NHWC, every direction
+ * (bwd_w with the bias gradient), against the reference and 1 vs 3 threads bitwise; the
+ * algorithm that ran, checked in NCONV_VERBOSE's lines: depthwise_flat on NCHW, another where it
+ * declines (channels-last operands, a forward with z). The heuristic takes it (checked) with
+ * vectors of 16 lanes for 3 x 3 taps or fewer on rows of 7 to 14 pixels (bwd_w: 7 to 13), not
+ * for 5 x 5, rows of 28, 1D or 3D taps. An infinite weight: NaN where the reference has it in
+ * fwd (the padding's products too), and bwd_d declined; an infinite dy element: bwd_w's NaN and
+ * Inf where the reference has them (the products with zero padding). */
+static void test_depthwise_flat(void) {
+    nconv_context *ref, *forced, *heur;
+    contexts("ref", "depthwise_flat", &ref, &forced);
+    nconv_context_create(&heur);
+    uint64_t rng = 67;
+    /* ndims, C, H, W, kernel, dilation, padding before, after, transposed, epi (1: bias, relu; 2:
+     * z), heuristic (1: taking depthwise_flat with 16-lane vectors; 0: not) */
+    const int64_t cases[][11] = {
+        {2, 5, 9, 14, 3, 1, 1, 1, 0, 1, 1},  {2, 4, 7, 7, 3, 1, 1, 1, 0, 0, 1},  {2, 3, 10, 13, 5, 1, 2, 2, 0, 1, 0},
+        {2, 3, 6, 9, 7, 1, 3, 3, 0, 0, 0},   {1, 4, 1, 40, 3, 1, 1, 1, 0, 1, 0}, {3, 3, 4, 6, 3, 1, 1, 1, 0, 1, 0},
+        {2, 3, 8, 11, 3, 2, 2, 2, 0, 0, 1},  {2, 3, 9, 12, 4, 1, 1, 2, 0, 1, 0}, {2, 6, 14, 14, 3, 1, 1, 1, 0, 2, 1},
+        {2, 4, 9, 12, 3, 1, 1, 1, 1, 1, 1},  {2, 3, 5, 28, 3, 1, 1, 1, 0, 1, 0}, {2, 7, 3, 8, 1, 1, 0, 0, 0, 1, 1}};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < ncases; i++)
+        for (int layout = LAYOUT_NCX; layout <= LAYOUT_NXC; layout++) {
+            const int64_t *cs = cases[i];
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cs[0]);
+            p.batch = 2, p.in_channels = p.out_channels = p.groups = cs[1];
+            p.transposed = (int)cs[8];
+            for (int d = 0; d < p.ndims; d++) {
+                const int w = d == p.ndims - 1;
+                p.in_size[d] = w ? cs[3] : cs[2] - d, p.kernel[d] = cs[4], p.dilation[d] = cs[5];
+                p.pad_begin[d] = cs[6], p.pad_end[d] = cs[7];
+            }
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "depthwise flat case %d: %s", i, nconv_last_error());
+            const int taken = cs[10] && nconv__kernels()->dw_vl >= 16;
+            for (int dir = 0; dir < 3; dir++) {
+                const char *chosen = "";
+                nconv_algorithm_chosen(heur, &p, (nconv_direction)dir, &chosen);
+                const int want = taken && (dir != NCONV_DIR_BWD_W || cs[3] < 14);
+                CHECK((strcmp(chosen, "depthwise_flat") == 0) == want,
+                      "depthwise flat case %d direction %d: the heuristic chose %s", i, dir, chosen);
+            }
+            operands r, a, b;
+            operands_make3(&r, &a, &b, &p, layout, &rng);
+            r.has_b = cs[9] == 1, r.has_z = cs[9] == 2;
+            r.epi = (nconv_epilogue){cs[9] == 1 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
+            a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
+            planes_call call = {ref, forced, heur, &p, &r, &a, &b, 1, 1, 1};
+            char text[16384];
+            test_verbose_run(planes_call_run, &call, text, sizeof text);
+            const int ncx = layout == LAYOUT_NCX;
+            const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
+            const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
+            CHECK(verbose_ran(text, fwd, "algo=depthwise_flat,") == (ncx && !r.has_z) &&
+                      verbose_ran(text, bwd, "algo=depthwise_flat,") == ncx &&
+                      verbose_ran(text, "core=bwd_w,", "algo=depthwise_flat,") == ncx,
+                  "depthwise flat case %d layout %d: depthwise_flat where it should not run, or not where it "
+                  "should, in\n%s", i, layout, text);
+            check_1_3("depthwise flat", i, layout, &p, &r, &a, &b, r.has_b);
+            operands_free(&r), operands_free(&a), operands_free(&b);
+        }
+    check_planes_nonfinite("depthwise_flat", ref, forced, heur, &rng);
     nconv_context_destroy(ref);
     nconv_context_destroy(forced);
     nconv_context_destroy(heur);
@@ -1806,6 +1892,7 @@ int main(int argc, char **argv) {
         {"depthwise", test_depthwise},
         {"wide_channels", test_wide_channels},
         {"depthwise_planes", test_depthwise_planes},
+        {"depthwise_flat", test_depthwise_flat},
         {"bias_lanes", test_bias_lanes},
         {"winograd_weights16", test_winograd_weights16},
         {"determinism", test_determinism},

@@ -11,8 +11,8 @@
  *   gemm_ib9_np against f64 sums,
  *   igemm_np16 and gemm_np16 against igemm_np and gemm_np and the scalar narrowing
  *   (sweep_igemm_np16, sweep_gemm_np16);
- * - the depthwise tile and row kernels of every ISA (sweep_dwtile_kernels, sweep_dwrow_kernels,
- *   sweep_dwrow_bw_kernels);
+ * - the depthwise tile, row and flattened-plane kernels of every ISA (sweep_dwtile_kernels,
+ *   sweep_dwrow_kernels, sweep_dwrow_bw_kernels, sweep_dwflat_kernels, sweep_dwflat_bw_kernels);
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
@@ -333,6 +333,115 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
                     for (int64_t j = 0; j < nj; j++) free(row[j]);
                     free(y);
                 }
+}
+
+/* The depthwise kernel on flattened planes (dwflat) against f64 sums: 1-5 channels (the tail of
+ * a block of 4), planes of 1-200 pixels (vector tails, groups of 4 vectors and the vectors after
+ * them), 1-25 taps at offsets of -40 to 40, random lane masks whose set bits read inside the
+ * plane; around each plane NaN, so that a lane read past its mask shows. Outputs past n stay NaN;
+ * init given or not, relu on or off. */
+static void sweep_dwflat_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 15, 16, 17, 49, 64, 65, 81, 196, 200}, nts[] = {1, 3, 9, 25}, margin = 48;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (size_t ti = 0; ti < sizeof nts / sizeof nts[0]; ti++)
+            for (int64_t nch = 1; nch <= 5; nch++) {
+                const int64_t n = ns[ni], nt = nts[ti], nv = (n + 15) / 16, xs = n + 2 * margin + 3, ys = n + 7;
+                const int relu = (int)((ni + ti + (size_t)nch) % 2), with_init = (int)((ni + (size_t)nch) % 3 != 0);
+                int64_t off[25];
+                uint16_t *mask = calloc((size_t)(nv * nt), sizeof *mask);
+                float *x = malloc(sizeof(float) * (size_t)(nch * xs)), *y = malloc(sizeof(float) * (size_t)(nch * ys));
+                float w[5 * 25], init[5];
+                for (int64_t i = 0; i < nch * xs; i++) x[i] = i % xs >= margin && i % xs < margin + n
+                                                                  ? (float)test_uniform(rng) : NAN;
+                for (int64_t i = 0; i < nch * ys; i++) y[i] = NAN;
+                for (int64_t i = 0; i < nch * nt; i++) w[i] = (float)test_uniform(rng);
+                for (int64_t c = 0; c < nch; c++) init[c] = (float)test_uniform(rng);
+                for (int64_t t = 0; t < nt; t++) {
+                    off[t] = (int64_t)(test_uniform(rng) * 40.0);
+                    for (int64_t f = 0; f < n; f++)
+                        if (f + off[t] >= 0 && f + off[t] < n && test_uniform(rng) > -0.6)
+                            mask[(f / 16) * nt + t] |= (uint16_t)(1u << (f % 16));
+                }
+                k->dwflat(nch, n, nt, off, mask, x + margin, xs, w, with_init ? init : NULL, y, ys, relu);
+                double worst = 0;
+                int untouched = 1;
+                for (int64_t c = 0; c < nch; c++)
+                    for (int64_t f = 0; f < ys; f++) {
+                        const float o = y[c * ys + f];
+                        if (f >= n) {
+                            untouched = untouched && isnan(o);
+                            continue;
+                        }
+                        double want = with_init ? init[c] : 0.0;
+                        for (int64_t t = 0; t < nt; t++)
+                            if (mask[(f / 16) * nt + t] >> (f % 16) & 1)
+                                want += (double)w[c * nt + t] * x[c * xs + margin + f + off[t]];
+                        if (relu && want < 0) want = 0;
+                        const double e = fabs(o - want) / (1 + fabs(want));
+                        if (!(e <= worst)) worst = e;
+                    }
+                CHECK(worst <= 1e-5 && untouched,
+                      "%s dwflat %lld channels, n %lld, %lld taps, relu %d: err %g, untouched %d", k->name, (long long)nch, (long long)n, (long long)nt, relu, worst, untouched);
+                free(mask), free(x), free(y);
+            }
+}
+
+/* dwflat's weight gradient (dwflat_bw) against f64 sums: 1-3 channels, 1-3 images, planes of 1-200
+ * pixels (vector tails), 1-25 taps (one to three blocks of 12) at offsets of -40 to 40, random
+ * lane masks whose set bits read inside the plane; around each plane NaN, so that a lane read
+ * past its mask shows; acc and db added to; db given or not. */
+static void sweep_dwflat_bw_kernels(const nconv_kernels *k, uint64_t *rng) {
+    const int64_t ns[] = {1, 15, 16, 17, 49, 81, 196, 200}, nts[] = {1, 9, 12, 13, 25}, margin = 48;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (size_t ti = 0; ti < sizeof nts / sizeof nts[0]; ti++)
+            for (int64_t nch = 1; nch <= 3; nch++) {
+                const int64_t n = ns[ni], nt = nts[ti], nq = 1 + (int64_t)(ni + ti) % 3, nv = (n + 15) / 16;
+                const int64_t xs = n + 2 * margin + 5, xq = nch * xs + 3, dys = n + 3, dyq = nch * dys + 1;
+                const int with_db = (int)((ni + (size_t)nch) % 2);
+                int64_t off[25];
+                uint16_t *mask = calloc((size_t)(nv * nt), sizeof *mask);
+                float *x = malloc(sizeof(float) * (size_t)(nq * xq)), *dy = malloc(sizeof(float) * (size_t)(nq * dyq));
+                float acc[3 * 25], db[3];
+                for (int64_t i = 0; i < nq * xq; i++) {
+                    const int64_t at = i % xq % xs;
+                    x[i] = i % xq < nch * xs && at >= margin && at < margin + n ? (float)test_uniform(rng) : NAN;
+                }
+                for (int64_t i = 0; i < nq * dyq; i++) dy[i] = (float)test_uniform(rng);
+                for (int64_t i = 0; i < nch * nt; i++) acc[i] = (float)test_uniform(rng);
+                for (int64_t c = 0; c < nch; c++) db[c] = (float)test_uniform(rng);
+                for (int64_t t = 0; t < nt; t++) {
+                    off[t] = (int64_t)(test_uniform(rng) * 40.0);
+                    for (int64_t f = 0; f < n; f++)
+                        if (f + off[t] >= 0 && f + off[t] < n && test_uniform(rng) > -0.6)
+                            mask[(f / 16) * nt + t] |= (uint16_t)(1u << (f % 16));
+                }
+                double want[3 * 25], wdb[3];
+                for (int64_t c = 0; c < nch; c++) {
+                    wdb[c] = db[c];
+                    for (int64_t t = 0; t < nt; t++) want[c * nt + t] = acc[c * nt + t];
+                    for (int64_t q = 0; q < nq; q++)
+                        for (int64_t f = 0; f < n; f++) {
+                            const double d = dy[q * dyq + c * dys + f];
+                            wdb[c] += d;
+                            for (int64_t t = 0; t < nt; t++)
+                                if (mask[(f / 16) * nt + t] >> (f % 16) & 1)
+                                    want[c * nt + t] += d * x[q * xq + c * xs + margin + f + off[t]];
+                        }
+                }
+                k->dwflat_bw(nch, nq, n, nt, off, mask, x + margin, xs, xq, dy, dys, dyq, acc, with_db ? db : NULL);
+                double worst = 0;
+                for (int64_t i = 0; i < nch * nt; i++) {
+                    const double e = fabs(acc[i] - want[i]) / (1 + fabs(want[i]));
+                    if (!(e <= worst)) worst = e;
+                }
+                for (int64_t c = 0; with_db && c < nch; c++) {
+                    const double e = fabs(db[c] - wdb[c]) / (1 + fabs(wdb[c]));
+                    if (!(e <= worst)) worst = e;
+                }
+                CHECK(worst <= 1e-5, "%s dwflat_bw %lld channels, %lld images, n %lld, %lld taps, db %d: err %g",
+                      k->name, (long long)nch, (long long)nq, (long long)n, (long long)nt, with_db, worst);
+                free(mask), free(x), free(dy);
+            }
 }
 
 /* The few-input-channel kernels against f64 sums. stem: 1 to 100 output channels (vector tails,
@@ -1606,6 +1715,8 @@ int main(void) {
         sweep_dwtile_kernels(k, &krng);
         sweep_dwrow_kernels(k, &krng);
         sweep_dwrow_bw_kernels(k, &krng);
+        sweep_dwflat_kernels(k, &krng);
+        sweep_dwflat_bw_kernels(k, &krng);
         sweep_gbw_kernels(k, &krng);
         sweep_gfwd_kernels(k, &krng);
         sweep_stem_kernels(k, &krng);

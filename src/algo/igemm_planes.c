@@ -9,6 +9,12 @@
  *   audio), any stride, dilation, padding and padding mode:
  *     y[o][p] = sum_{c, t} w[o][c][t] * x[c][pix(p, t)]
  *   1x1 bwd_w (at the end of this file): dw[o][c] = sum_p dy[o][p] * x[c][p]
+ *   strided 1x1 kernels without padding (ResNet's downsampling shortcuts),
+ *   each output pixel p reading input pixel off(p):
+ *     fwd:   B picked from the planes through the unit's pixel offsets;
+ *     bwd_d: the unit's rows summed apart, then spread over whole rows of dx
+ *            with the zeros between;
+ *     bwd_w: x's rows picked, then transposed as for 1x1.
  * Tile rows are output-side channels (A = the weights, packed [tile][k][6]
  * once per call), tile columns 16 pixels: B holds, per reduction row, the
  * 16 input values the pixels read (one line of an input plane for 1x1, a
@@ -49,6 +55,7 @@ enum { MAX_TILES = 8 };        /* 16-pixel tiles per unit, at most (but see LONG
 enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
+enum { PICK_AHEAD = 4 };      /* planes between a pick's loads and its prefetches */
 /* f32 outputs larger than the L3 a core shares (32 MiB) are written with non-temporal stores by
  * the 16-lane kernels: smaller ones are still there when the next call reads them, and streaming
  * would send them to memory; the 8-lane GEMM is slow enough that the reads for ownership overlap
@@ -69,14 +76,35 @@ static int is_1x1(const nconv_core *c) {
     return 1;
 }
 
+/* A strided 1x1 kernel with every output pixel inside x (no padding): B is picked element by
+ * element through the unit's pixel offsets (picks_unit). */
+static int picks(const nconv_core *c) {
+    if (nconv__core_kernel_spatial(c) != 1 || is_1x1(c)) return 0;
+    for (int i = 0; i < 3; i++)
+        if (c->pb[i] != 0 || (c->out[i] - 1) * c->s[i] >= c->in[i]) return 0;
+    return 1;
+}
+
+/* The offset in plane view x of output pixel p's input pixel (a pick's). */
+static int64_t pixel_offset(const nconv_core *c, const nconv_view *x, int64_t p) {
+    const int64_t ow = p % c->out[2], oh = (p / c->out[2]) % c->out[1], od = p / (c->out[2] * c->out[1]);
+    return od * c->s[0] * x->stride[2] + oh * c->s[1] * x->stride[3] + ow * c->s[2] * x->stride[4];
+}
+
+/* bwd_d of a strided 1x1 kernel: a unit's rows are summed in the thread's f32 rows, then spread
+ * over whole rows of dx with the zeros between (scatter_unit). */
+static int scatters(const nconv_core *c, nconv_direction dir) { return dir == NCONV_DIR_BWD_D && picks(c); }
+
 /* 16-pixel tiles per unit: its packed B fits B_FLOATS and, with 16-bit outputs, its f32 rows
  * (every output-side channel of the group) fit O_FLOATS. */
-static int64_t unit_tiles(const nconv_core *c, int64_t rows, int64_t red) {
+static int64_t unit_tiles(const nconv_core *c, nconv_direction dir) {
+    int64_t rows, red;
+    dims(c, dir, &rows, &red);
     const int64_t kb = red < K_BLOCK ? red : K_BLOCK;
     const int64_t cap = red <= K_BLOCK && rows >= 2 * red ? LONG_TILES : MAX_TILES;
     int64_t pt = B_FLOATS / (kb * NR);
     if (pt > cap) pt = cap;
-    if (c->dt != NCONV_F32 && pt * NR * rows > O_FLOATS) pt = O_FLOATS / (NR * rows);
+    if ((c->dt != NCONV_F32 || scatters(c, dir)) && pt * NR * rows > O_FLOATS) pt = O_FLOATS / (NR * rows);
     /* a gather's unit of whole output rows when rows are whole tiles: every row segment then
      * fills its tiles, none is a short remnant paying a segment's setup for a tile or two */
     const int64_t row_tiles = c->out[2] / NR;
@@ -84,10 +112,13 @@ static int64_t unit_tiles(const nconv_core *c, int64_t rows, int64_t red) {
     return pt < 1 ? 1 : pt;
 }
 
-/* 16-bit operands: floats of a unit's f32 rows (f32 outputs are written in place) and of a group
- * of its B rows widened (1x1: [KGROUP][tiles * NR], one conversion per plane run). */
-static int64_t wide_floats(const nconv_core *c, int64_t rows, int64_t red) {
-    return c->dt == NCONV_F32 ? 0 : (rows + KGROUP) * unit_tiles(c, rows, red) * NR;
+/* 16-bit operands and scatters: floats of a unit's f32 rows (other f32 outputs are written in
+ * place) and of a group of its B rows widened (1x1: [KGROUP][tiles * NR], one conversion per
+ * plane run). */
+static int64_t wide_floats(const nconv_core *c, nconv_direction dir) {
+    int64_t rows, red;
+    dims(c, dir, &rows, &red);
+    return c->dt == NCONV_F32 && !scatters(c, dir) ? 0 : (rows + KGROUP) * unit_tiles(c, dir) * NR;
 }
 
 /* Bytes of the packed weights, [G][tiles][red][MR] (see pack_task). */
@@ -97,10 +128,14 @@ static size_t apack_bytes(const nconv_core *c, int64_t rows, int64_t red) {
 
 static int64_t row_floats(const nconv_core *c);
 /* Per thread: the packed B panel, the gather's row scratch, the unit's f32 rows (16-bit outputs),
- * then the B rows of the current (image, group). */
-static size_t scratch_bytes(const nconv_core *c, int64_t rows, int64_t red) {
-    return sizeof(float) * (size_t)(B_FLOATS + row_floats(c) + wide_floats(c, rows, red)) +
-           sizeof(const char *) * (size_t)red;
+ * then the B rows of the current (image, group), or a pick's pixel offsets. */
+static size_t scratch_bytes(const nconv_core *c, nconv_direction dir) {
+    int64_t rows, red;
+    dims(c, dir, &rows, &red);
+    size_t tail = sizeof(const char *) * (size_t)red;
+    if (picks(c) && tail < sizeof(int64_t) * (size_t)(unit_tiles(c, dir) * NR))
+        tail = sizeof(int64_t) * (size_t)(unit_tiles(c, dir) * NR);
+    return sizeof(float) * (size_t)(B_FLOATS + row_floats(c) + wide_floats(c, dir)) + tail;
 }
 
 static int64_t bw_block(const nconv_core *c);
@@ -110,10 +145,13 @@ static int planes_shape(const nconv_core *c, nconv_direction dir) {
     /* f16 and bf16 are widened as the operands are packed and narrowed as outputs are stored */
     if (c->dt != NCONV_F32 && c->dt != NCONV_F16 && c->dt != NCONV_BF16) return 0;
     /* bwd_w reduces over pixels: small planes lose no lanes */
-    if (dir == NCONV_DIR_BWD_W) return is_1x1(c) && bw_block(c) > 0;
+    if (dir == NCONV_DIR_BWD_W) return (is_1x1(c) || picks(c)) && bw_block(c) > 0;
     if (nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
     if (is_1x1(c)) return 1;
-    return dir == NCONV_DIR_FWD && (c->C / c->G) * nconv__core_kernel_spatial(c) <= THIN_RED && c->O / c->G >= NR;
+    /* a scatter's units are whole output rows, at most a unit's tiles each */
+    if (scatters(c, dir)) return c->out[2] <= unit_tiles(c, dir) * NR;
+    return dir == NCONV_DIR_FWD && ((c->C / c->G) * nconv__core_kernel_spatial(c) <= THIN_RED || picks(c)) &&
+           c->O / c->G >= NR;
 }
 
 static int planes_suit(const nconv_exec *e) {
@@ -138,7 +176,7 @@ static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int thr
     const size_t apack = apack_bytes(c, rows, red);
     const size_t init = sizeof(float) * (size_t)(c->G * rows);
     return nconv__ws_round(apack) + nconv__ws_round(init) +
-           (size_t)threads * nconv__ws_round(scratch_bytes(c, rows, red));
+           (size_t)threads * nconv__ws_round(scratch_bytes(c, dir));
 }
 
 typedef struct planes_ctx {
@@ -146,6 +184,9 @@ typedef struct planes_ctx {
     const nconv_kernels *k;
     int64_t rows, red, tiles, P; /* P: output pixels per plane */
     int gather;     /* B by gather (im2col of a tile), else plane lines (1x1) */
+    int picks;      /* fwd: the gather of a strided 1x1 kernel by pixel offsets (see picks) */
+    int scatter;    /* bwd_d of a strided 1x1 kernel (see scatters) */
+    int64_t upix;   /* output pixels per unit: pt tiles, or a scatter's whole rows within them */
     int64_t pt;     /* 16-pixel tiles per unit */
     int64_t blocks; /* units per plane */
     float *apack;      /* [G][tiles][red][MR] */
@@ -155,7 +196,7 @@ typedef struct planes_ctx {
     int relu;
     int stream;            /* NCONV_GEMM_STREAM on the last reduction block (PLANES_STREAM_BYTES) */
     nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
-    char *scratch;         /* per thread, scratch_bytes(c, rows, red) rounded */
+    char *scratch;         /* per thread, scratch_bytes(c, dir) rounded */
 } planes_ctx;
 
 /* n elements of v from offset off into dst, as f32 (cv: v's 16-bit conversion, NULL for f32). */
@@ -351,6 +392,67 @@ static void gather_unit(const nconv_core *c, const nconv_view *x, nconv_convert1
             memset(b + ((q1 - q0) / NR * kc + k) * NR + tail, 0, sizeof(float) * (size_t)(NR - tail));
 }
 
+/* B rows k0 .. k0 + kc of the unit's output pixels [q0, q1) of a strided 1x1 kernel (see picks):
+ * b[(p - q0) / NR][k - k0][(p - q0) % NR] = x[k][off[p - q0]], zero past q1. Plane by plane, each
+ * read once in order; the row copies of gather_unit, at one column per phase used, cost more than
+ * the GEMM's share here (reductions are long). */
+static void picks_unit(const nconv_view *x, int64_t xg, const int64_t *off, int64_t q0, int64_t q1, int64_t k0,
+                       int64_t kc, float *b) {
+    const int64_t n = q1 - q0, full = n / NR * NR;
+    for (int64_t k = k0; k < k0 + kc; k++) {
+        const int64_t plane = xg + k * x->stride[1];
+        float *d = b + (k - k0) * NR;
+        if (x->dt == NCONV_F32) {
+            const float *xp = (const float *)x->data + plane;
+            /* a plane further on: the hardware prefetcher does not follow one stream per plane (the
+             * loads below waited on memory); at stride 2 eight pixels of a row share a line */
+            if (k + PICK_AHEAD < k0 + kc)
+                for (int64_t q = 0; q < n; q += 8) __builtin_prefetch(xp + PICK_AHEAD * x->stride[1] + off[q]);
+            for (int64_t j = 0; j < full; j += NR, d += kc * NR)
+                for (int64_t q = 0; q < NR; q++) d[q] = xp[off[j + q]];
+        } else {
+            for (int64_t j = 0; j < full; j += NR, d += kc * NR)
+                for (int64_t q = 0; q < NR; q++) d[q] = nconv__load_f32(x->data, x->dt, plane + off[j + q]);
+        }
+        for (int64_t q = full; q < n; q++) d[q - full] = nconv__load_f32(x->data, x->dt, plane + off[q]);
+        for (int64_t q = n; q < full + (n > full ? NR : 0); q++) d[q - full] = 0.0f;
+    }
+}
+
+/* dx of a scatter (see scatters) from the unit's rows o (rows of ldc floats from pixel q0) for
+ * output pixels [q0, q1), whole output rows: every row of dx whose pixels are nearest (at or
+ * after) to one of those output rows' pixels, from its first pixel in each dimension: the
+ * input row of each output row with its values every s[2] columns and zeros between, the other
+ * rows zeros. Units partition dx: each element is written once, in order. og: the offset of
+ * (image, group) in dx; rowbuf holds a row (at least IW floats) for 16-bit dx (cv). */
+static void scatter_unit(const nconv_core *c, const nconv_view *dx, nconv_convert16_fn cv, int64_t og, int64_t rows,
+                         const float *o, int64_t ldc, int64_t q0, int64_t q1, float *rowbuf) {
+    const int64_t OW = c->out[2], OH = c->out[1], OD = c->out[0], IW = c->in[2];
+    const size_t esz = nconv_dtype_size(dx->dt);
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t plane = og + r * dx->stride[1];
+        for (int64_t R = q0 / OW; R < q1 / OW; R++) {
+            const int64_t oh = R % OH, od = R / OH;
+            const float *v = o + r * ldc + R * OW - q0;
+            const int64_t d1 = od + 1 == OD ? c->in[0] : (od + 1) * c->s[0];
+            const int64_t h1 = oh + 1 == OH ? c->in[1] : (oh + 1) * c->s[1];
+            for (int64_t id = od * c->s[0]; id < d1; id++)
+                for (int64_t ih = oh * c->s[1]; ih < h1; ih++) {
+                    const int64_t at = plane + id * dx->stride[2] + ih * dx->stride[3];
+                    char *dst = (char *)dx->data + esz * (size_t)at;
+                    if (id != od * c->s[0] || ih != oh * c->s[1]) {
+                        memset(dst, 0, esz * (size_t)IW);
+                        continue;
+                    }
+                    float *row = cv ? rowbuf : (float *)dst;
+                    memset(row, 0, sizeof(float) * (size_t)IW);
+                    for (int64_t ow = 0; ow < OW; ow++) row[ow * c->s[2]] = v[ow];
+                    if (cv) cv(IW, rowbuf, (uint16_t *)dst, 0);
+                }
+        }
+    }
+}
+
 /* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages
  * apart, so each row tile writes its rows for all pt tiles in turn, and B
  * is copied for all of them at once: both touch each page once per unit
@@ -360,37 +462,40 @@ static void run_task(void *arg, int tid, int nthreads) {
     const planes_ctx *pc = arg;
     const nconv_core *c = pc->e->c;
     const nconv_view *src = pc->src, *out = pc->out, *z = pc->z;
-    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->rows, pc->red));
+    char *scratch = pc->scratch + (size_t)tid * nconv__ws_round(scratch_bytes(c, pc->e->dir));
     float *bpack = (float *)scratch; /* [tile][k][NR], 64-byte aligned: the arena rounds */
     float *rowbuf = bpack + B_FLOATS;
     float *wide = rowbuf + row_floats(c);      /* 16-bit: B rows widened, [KGROUP][pt * NR] */
-    float *obuf = wide + KGROUP * pc->pt * NR; /* 16-bit: the unit's rows, [rows][pt * NR] */
-    const char **brows = (const char **)(wide + wide_floats(c, pc->rows, pc->red));
+    float *obuf = wide + KGROUP * pc->pt * NR; /* 16-bit or a scatter: the unit's rows, [rows][pt * NR] */
+    const char **brows = (const char **)(wide + wide_floats(c, pc->e->dir));
+    int64_t *off = (int64_t *)brows; /* a pick's pixel offsets instead */
     const nconv_convert16_fn cv = pc->cv;
     const size_t esz = nconv_dtype_size(c->dt);
     /* f32 rows are written in place; 16-bit ones narrowed by the kernel as it stores them when
      * the reduction is one call's (and no z is read first), else summed in obuf, from its column
      * 0, then narrowed */
-    const int direct16 = cv && !z && pc->red <= K_BLOCK;
+    const int direct16 = cv && !z && pc->red <= K_BLOCK && !pc->scatter;
+    const int in_obuf = pc->scatter || (cv && !direct16);
     const int flags16 = c->dt == NCONV_BF16 ? NCONV_GEMM_BF16 : 0;
-    const int64_t ldc = cv && !direct16 ? pc->pt * NR : out->stride[1];
+    const int64_t ldc = in_obuf ? pc->pt * NR : out->stride[1];
     const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
     int64_t u0, u1;
     nconv__split(c->N * c->G * pc->blocks, tid, nthreads, &u0, &u1);
     int64_t cur = -1; /* the (image, group) brows hold */
     for (int64_t u = u0; u < u1; u++) {
         const int64_t ng = u / pc->blocks, n = ng / c->G, g = ng % c->G;
-        const int64_t q0 = (u % pc->blocks) * pc->pt * NR, q1 = q0 + pc->pt * NR < pc->P ? q0 + pc->pt * NR : pc->P;
+        const int64_t q0 = (u % pc->blocks) * pc->upix, q1 = q0 + pc->upix < pc->P ? q0 + pc->upix : pc->P;
         const int64_t sg = n * src->stride[0] + g * src_group * src->stride[1];
         if (!pc->gather && ng != cur) {
             for (int64_t k = 0; k < pc->red; k++)
                 brows[k] = (const char *)src->data + esz * (size_t)(sg + k * src->stride[1]);
             cur = ng;
         }
+        for (int64_t q = q0; pc->picks && q < q1; q++) off[q - q0] = pixel_offset(c, src, q);
         const int64_t og = n * out->stride[0] + g * pc->rows * out->stride[1];
         /* o[r * ldc + q - q0]: pixel q of row r (of the output itself when 16-bit rows are narrowed
          * by the kernel) */
-        float *o = cv && !direct16 ? obuf : cv ? NULL : (float *)out->data + og + q0;
+        float *o = in_obuf ? obuf : cv ? NULL : (float *)out->data + og + q0;
         /* z goes in before the GEMM (with the bias); a bias alone starts the rows. */
         if (z)
             for (int64_t r = 0; r < pc->rows; r++) {
@@ -401,7 +506,8 @@ static void run_task(void *arg, int tid, int nthreads) {
             }
         for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
             const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
-            if (pc->gather) gather_unit(c, src, cv, sg, q0, q1, k0, kc, bpack, rowbuf);
+            if (pc->picks) picks_unit(src, sg, off, q0, q1, k0, kc, bpack);
+            else if (pc->gather) gather_unit(c, src, cv, sg, q0, q1, k0, kc, bpack, rowbuf);
             /* Planes in groups of KGROUP: each tile's rows of the group are one contiguous run
              * of bpack (a k at a time, the stores would go to every tile, 16 KiB apart). */
             for (int64_t kg = 0; kg < kc && !pc->gather; kg += KGROUP) {
@@ -461,8 +567,10 @@ static void run_task(void *arg, int tid, int nthreads) {
                 }
             }
         }
-        for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
-            cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
+        if (pc->scatter) scatter_unit(c, out, cv, og, pc->rows, obuf, ldc, q0, q1, rowbuf);
+        else
+            for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
+                cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
     }
     if (pc->stream) nconv__stream_fence();
 }
@@ -480,14 +588,17 @@ static nconv_status planes_run(const nconv_exec *e) {
     dims(c, e->dir, &pc.rows, &pc.red);
     pc.tiles = nconv__div_up(pc.rows, MR);
     pc.P = nconv__core_out_spatial(c);
-    pc.gather = !is_1x1(c);
-    pc.pt = unit_tiles(c, pc.rows, pc.red);
-    pc.blocks = nconv__div_up(pc.P, pc.pt * NR);
+    pc.scatter = scatters(c, e->dir);
+    pc.gather = !is_1x1(c) && !pc.scatter;
+    pc.picks = picks(c) && e->dir == NCONV_DIR_FWD;
+    pc.pt = unit_tiles(c, e->dir);
+    pc.upix = pc.scatter ? pc.pt * NR / c->out[2] * c->out[2] : pc.pt * NR;
+    pc.blocks = nconv__div_up(pc.P, pc.upix);
     pc.cv = nconv__convert16(e->k, c->dt);
     const int threads = e->threads;
     pc.apack = e->packed ? (float *)e->packed : nconv__arena_take(e->ws, apack_bytes(c, pc.rows, pc.red));
     float *init = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->G * pc.rows));
-    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, pc.rows, pc.red)));
+    pc.scratch = nconv__arena_take(e->ws, (size_t)threads * nconv__ws_round(scratch_bytes(c, e->dir)));
     if (!pc.apack || !init || !pc.scratch)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     const int fwd = e->dir == NCONV_DIR_FWD;
@@ -503,7 +614,7 @@ static nconv_status planes_run(const nconv_exec *e) {
         pc.relu = e->epi->relu;
     }
     const int64_t out_numel = nconv__core_output_numel(nconv__exec_whole(e), e->dir);
-    pc.stream = !pc.cv && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
+    pc.stream = !pc.cv && !pc.scatter && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
     if (pc.stream && e->path) *e->path = "streamed stores";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
@@ -575,10 +686,12 @@ static int64_t bw_chunks(const nconv_core *c) {
     return n > 1 ? n : 1;
 }
 
-/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band. */
+/* Per thread: A of every row tile, B of every column panel (a block each), the transpose band;
+ * a pick's panel of x rows ([NR][kc]) and its pixel offsets. */
 static size_t bw_scratch_bytes(const nconv_core *c) {
     const int64_t Og = c->O / c->G, Cg = c->C / c->G, kc = bw_block(c);
-    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND));
+    const int64_t pick = picks(c) ? kc * NR + kc * (int64_t)(sizeof(int64_t) / sizeof(float)) : 0;
+    return sizeof(float) * (size_t)(kc * (nconv__div_up(Og, MR) * MR + nconv__div_up(Cg, NR) * NR + BW_BAND) + pick);
 }
 
 typedef struct pbw_ctx {
@@ -587,6 +700,7 @@ typedef struct pbw_ctx {
     nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
     int64_t Og, Cg, P, kc, otiles, cpanels, chunks;
     int split_rows;     /* one chunk: threads own row tiles (else pairs of column panels) */
+    int picks;          /* x's pixels picked by offset (see picks) */
     float *acc;         /* per chunk: [G][Og][Cg] */
     double *lanes;      /* db's lanes (of chunk 0), or NULL */
     double *lanes_more; /* db's lanes of chunks 1.. (4 * O doubles each) */
@@ -614,6 +728,8 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
     float *apack = (float *)scratch;             /* [otiles][kc][MR] */
     float *bpack = apack + b->otiles * kc * MR;  /* [cpanels][kc][NR] */
     float *band = bpack + b->cpanels * kc * NR;  /* [kc][BW_BAND] */
+    float *picked = band + kc * BW_BAND;         /* a pick's x rows, [NR][kc] */
+    int64_t *off = (int64_t *)(picked + kc * NR); /* and their pixels' offsets */
     const int64_t o0 = t0 * MR, o1 = t1 * MR < Og ? t1 * MR : Og, c0 = q0 * NR, c1 = q1 * NR < Cg ? q1 * NR : Cg;
     for (int64_t g = 0; g < c->G; g++) {
         float *acc = acc_all + g * Og * Cg;
@@ -626,7 +742,8 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
             for (int64_t i0 = 0; i0 < kk;) {
                 const int64_t n = (m0 + i0) / b->P, p0 = (m0 + i0) % b->P;
                 const int64_t len = b->P - p0 < kk - i0 ? b->P - p0 : kk - i0;
-                const int64_t xs = n * x->stride[0] + g * Cg * x->stride[1] + p0;
+                const int64_t xs = n * x->stride[0] + g * Cg * x->stride[1] + (b->picks ? 0 : p0);
+                for (int64_t i = 0; b->picks && i < len; i++) off[i] = pixel_offset(c, x, p0 + i);
                 const int64_t ys = n * y->stride[0] + g * Og * y->stride[1] + p0;
                 /* A: dy^T of the rows, BW_BAND channels per transpose, then split into tiles of MR */
                 for (int64_t ob = o0; ob < o1; ob += BW_BAND) {
@@ -649,7 +766,16 @@ static void pbw_range(const pbw_ctx *b, char *scratch, int64_t t0, int64_t t1, i
                 for (int64_t q = q0; q < q1; q++) {
                     const int64_t nc = Cg - q * NR < NR ? Cg - q * NR : NR;
                     float *dst = bpack + (q - q0) * kc * NR + i0 * NR;
-                    rows_transposed(k, x, xs + q * NR * x->stride[1], nc, len, dst, NR);
+                    if (b->picks) { /* the panel's rows picked, then transposed */
+                        for (int64_t r = 0; r < nc; r++) {
+                            const int64_t plane = xs + (q * NR + r) * x->stride[1];
+                            for (int64_t i = 0; i < len; i++)
+                                picked[r * kc + i] = nconv__load_f32(x->data, x->dt, plane + off[i]);
+                        }
+                        k->transpose(nc, len, picked, kc, dst, NR);
+                    } else {
+                        rows_transposed(k, x, xs + q * NR * x->stride[1], nc, len, dst, NR);
+                    }
                     if (nc < NR)
                         for (int64_t i = 0; i < len; i++)
                             memset(dst + i * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
@@ -746,6 +872,7 @@ static nconv_status planes_bwd_w(const nconv_exec *e) {
     b.Og = c->O / c->G, b.Cg = c->C / c->G, b.P = nconv__core_out_spatial(c), b.kc = bw_block(c);
     b.otiles = nconv__div_up(b.Og, MR), b.cpanels = nconv__div_up(b.Cg, NR), b.chunks = bw_chunks(c);
     b.split_rows = b.Og >= b.Cg;
+    b.picks = picks(c);
     b.stride = nconv__ws_round(bw_scratch_bytes(c));
     b.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(b.chunks * c->O * b.Cg));
     b.lanes_more = nconv__arena_take(e->ws, sizeof(double) * (size_t)((b.chunks - 1) * 4 * c->O));
@@ -766,7 +893,8 @@ static int planes_applies(const nconv_core *c, nconv_direction dir, const char *
     if (!nconv__igemm_applies(c, dir, why_not)) return 0;
     if (planes_shape(c, dir)) return 1;
     if (why_not)
-        *why_not = "f32, f16 or bf16 1x1 layers (bwd_w: with few pixels per block), or forward with a short reduction";
+        *why_not = "f32, f16 or bf16 1x1 layers (strided ones without padding too; bwd_w: with few pixels per "
+                   "block), or forward with a short reduction";
     return 0;
 }
 

@@ -240,6 +240,34 @@ typedef void nconv_f32_dwrow_bw_t(int64_t nq, int64_t m, int64_t n, int64_t nr, 
                                   int64_t rd, int64_t xq, int64_t nk, const int64_t *toff, int64_t step, int64_t len,
                                   const float *dy, int64_t dys, int64_t dyq, float *acc, float *db);
 typedef nconv_f32_dwrow_bw_t *nconv_f32_dwrow_bw_fn;
+/*
+ * Depthwise on flattened planes (src/algo/depthwise_flat.c), where an output plane has the
+ * source's shape (stride 1): nch channels, channel c's source plane at x + c * xs, its output
+ * plane at y + c * ys (n pixels each), its weights at w + c * nt: for c < nch, f < n,
+ *   y[c * ys + f] = act(init[c] + sum_{t < nt} w[c * nt + t] * X_c(f, t)),
+ * X_c(f, t) = x[c * xs + f + off[t]] where bit f % 16 of mask[(f / 16) * nt + t] is set (taps that
+ * leave the plane have it clear), else 0 and nothing read there; summed in tap order; init NULL:
+ * 0; act = max(., 0) when relu (NaN stays NaN). Every product of the sum is taken, those with
+ * the zeros too (a non-finite weight times the padding is NaN, as in the reference).
+ */
+typedef void nconv_f32_dwflat_t(int64_t nch, int64_t n, int64_t nt, const int64_t *off, const uint16_t *mask,
+                                const float *x, int64_t xs, const float *w, const float *init, float *y, int64_t ys,
+                                int relu);
+typedef nconv_f32_dwflat_t *nconv_f32_dwflat_fn;
+/*
+ * dwflat_bw, dwflat's weight gradient over nq images: channel c of image q has its dy plane at
+ * dy + q * dyq + c * dys and its source plane at x + q * xq + c * xs (n pixels each): for c < nch,
+ * t < nt,
+ *   acc[c * nt + t] += sum_{q < nq, f < n} dy_qc[f] * X_qc(f, t),
+ * X as in dwflat (0 where the mask bit is clear, nothing read there), the products summed in an
+ * order of the kernel's own (the same for every call) and then added to acc; db not NULL:
+ * db[c] += the sum of those dy. Every product of the sum is taken, those with the zeros too (an
+ * infinite dy times the padding is NaN, as in the reference).
+ */
+typedef void nconv_f32_dwflat_bw_t(int64_t nch, int64_t nq, int64_t n, int64_t nt, const int64_t *off,
+                                   const uint16_t *mask, const float *x, int64_t xs, int64_t xq, const float *dy,
+                                   int64_t dys, int64_t dyq, float *acc, float *db);
+typedef nconv_f32_dwflat_bw_t *nconv_f32_dwflat_bw_fn;
 /* For the vector dwtile kernels: 3, 5 or 7 taps one column apart at pixel step 1 or 2 (the shapes
  * with code of their own), their count; else 0. */
 static inline int64_t nconv__dw_reuse_taps(int64_t nt, const int64_t *toff, int64_t cs, int64_t step) {
@@ -462,7 +490,9 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
     X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)                    \
     X(dwrow, f32_dwrow, f32_dwrow, avx2, avx512)                                \
-    X(dwrow_bw, f32_dwrow_bw, f32_dwrow_bw, avx2, avx512)
+    X(dwrow_bw, f32_dwrow_bw, f32_dwrow_bw, avx2, avx512)                      \
+    X(dwflat, f32_dwflat, f32_dwflat, avx2, avx512)                            \
+    X(dwflat_bw, f32_dwflat_bw, f32_dwflat_bw, avx2, avx512)
 #define NCONV_STEM_KERNELS(X)                                                   \
     X(stem, f32_stem, f32_stem, avx2, avx512)                                   \
     X(stem_planes, f32_stem_planes, f32_stem_planes, avx2, avx512)             \
