@@ -13,7 +13,8 @@
  *   each output pixel p reading input pixel off(p):
  *     fwd:   B picked from the planes through the unit's pixel offsets;
  *     bwd_d: the unit's rows summed apart, then spread over whole rows of dx
- *            with the zeros between;
+ *            with the zeros between (a transposed convolution's forward:
+ *            act(bias) between, z declined);
  *     bwd_w: x's rows picked, then transposed as for 1x1.
  * Tile rows are output-side channels (A = the weights, packed [tile][k][6]
  * once per call), tile columns 16 pixels: B holds, per reduction row, the
@@ -422,15 +423,19 @@ static void picks_unit(const nconv_view *x, int64_t xg, const int64_t *off, int6
 /* dx of a scatter (see scatters) from the unit's rows o (rows of ldc floats from pixel q0) for
  * output pixels [q0, q1), whole output rows: every row of dx whose pixels are nearest (at or
  * after) to one of those output rows' pixels, from its first pixel in each dimension: the
- * input row of each output row with its values every s[2] columns and zeros between, the other
- * rows zeros. Units partition dx: each element is written once, in order. og: the offset of
- * (image, group) in dx; rowbuf holds a row (at least IW floats) for 16-bit dx (cv). */
+ * input row of each output row with its values every s[2] columns and the gap's value between,
+ * the other rows that value. The gap is zero, or with an epilogue (a transposed convolution's
+ * forward) act(bias): init (the rows' bias, or NULL) with relu. Units partition dx: each element
+ * is written once, in order. og: the offset of (image, group) in dx; rowbuf holds a row (at
+ * least IW floats) for 16-bit dx (cv). */
 static void scatter_unit(const nconv_core *c, const nconv_view *dx, nconv_convert16_fn cv, int64_t og, int64_t rows,
-                         const float *o, int64_t ldc, int64_t q0, int64_t q1, float *rowbuf) {
+                         const float *init, int relu, const float *o, int64_t ldc, int64_t q0, int64_t q1,
+                         float *rowbuf) {
     const int64_t OW = c->out[2], OH = c->out[1], OD = c->out[0], IW = c->in[2];
     const size_t esz = nconv_dtype_size(dx->dt);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t plane = og + r * dx->stride[1];
+        const float gap = !init || (relu && init[r] < 0) ? 0.0f : init[r]; /* max(0, NaN) is NaN */
         for (int64_t R = q0 / OW; R < q1 / OW; R++) {
             const int64_t oh = R % OH, od = R / OH;
             const float *v = o + r * ldc + R * OW - q0;
@@ -440,13 +445,14 @@ static void scatter_unit(const nconv_core *c, const nconv_view *dx, nconv_conver
                 for (int64_t ih = oh * c->s[1]; ih < h1; ih++) {
                     const int64_t at = plane + id * dx->stride[2] + ih * dx->stride[3];
                     char *dst = (char *)dx->data + esz * (size_t)at;
-                    if (id != od * c->s[0] || ih != oh * c->s[1]) {
+                    const int values = id == od * c->s[0] && ih == oh * c->s[1];
+                    if (!values && !init) {
                         memset(dst, 0, esz * (size_t)IW);
                         continue;
                     }
                     float *row = cv ? rowbuf : (float *)dst;
-                    memset(row, 0, sizeof(float) * (size_t)IW);
-                    for (int64_t ow = 0; ow < OW; ow++) row[ow * c->s[2]] = v[ow];
+                    for (int64_t iw = 0; iw < IW; iw++) row[iw] = gap;
+                    for (int64_t ow = 0; values && ow < OW; ow++) row[ow * c->s[2]] = v[ow];
                     if (cv) cv(IW, rowbuf, (uint16_t *)dst, 0);
                 }
         }
@@ -567,7 +573,9 @@ static void run_task(void *arg, int tid, int nthreads) {
                 }
             }
         }
-        if (pc->scatter) scatter_unit(c, out, cv, og, pc->rows, obuf, ldc, q0, q1, rowbuf);
+        if (pc->scatter)
+            scatter_unit(c, out, cv, og, pc->rows, pc->init ? pc->init + g * pc->rows : NULL, pc->relu, obuf, ldc,
+                         q0, q1, rowbuf);
         else
             for (int64_t r = 0; cv && !direct16 && r < pc->rows; r++)
                 cv(q1 - q0, obuf + r * ldc, (uint16_t *)out->data + og + r * out->stride[1] + q0, 0);
@@ -579,6 +587,8 @@ static nconv_status planes_bwd_w(const nconv_exec *e);
 
 static nconv_status planes_run(const nconv_exec *e) {
     if (!planes_suit(e)) return (nconv_status)NCONV__DECLINE_LAYOUT;
+    /* a scatter's z (a transposed convolution's forward) lies in dx, not in the unit's rows */
+    if (scatters(e->c, e->dir) && e->epi && e->epi->z) return (nconv_status)NCONV__DECLINE_OWN;
     if (e->dir == NCONV_DIR_BWD_W) return planes_bwd_w(e);
     const nconv_core *c = e->c;
     planes_ctx pc;
@@ -904,7 +914,8 @@ static int planes_suits(unsigned copies) { return !(copies & NCONV_ACTS_NXC); }
 /* Operands that are not dense NCHW f32 planes are declined (igemm computes them). */
 const nconv_algo nconv_algo_igemm_planes = {.name = "igemm_planes", .applies = planes_applies,
                                             .workspace = planes_workspace, .run = planes_run, .accumulates = 1,
-                                            .declines = {NCONV__DECLINES_LAYOUT, NCONV__DECLINES_LAYOUT,
+                                            .declines = {NCONV__DECLINES_LAYOUT,
+                                                         NCONV__DECLINES_LAYOUT | NCONV__DECLINES_OWN,
                                                          NCONV__DECLINES_LAYOUT},
                                             .suits = planes_suits, .pack_size = planes_pack_size,
                                             .pack = planes_pack};
