@@ -167,6 +167,12 @@ void nconv__scatter_nxc_f32(const nconv_exec *e, const nconv_view *v, const floa
 const float *nconv__nxc_input(const nconv_exec *e, const nconv_view *v, float *buf);
 float *nconv__nxc_output(const nconv_view *v, const nconv_epi *epi, float *buf, int *fuse);
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n);
+/* Depthwise weights [C, 1, k...]: the element offset of tap t (kernel order) of channel ch; channel
+ * ch's taps in order (reversed when reverse) into wt as f32, returning whether all are finite;
+ * channel ch's taps from acc (kernel order) into w, converted to w's dtype. */
+int64_t nconv__dw_w_offset(const nconv_core *c, const nconv_view *w, int64_t ch, int64_t t);
+int nconv__dw_gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt);
+void nconv__dw_store_w(const nconv_core *c, const nconv_view *w, int64_t ch, const float *acc);
 
 /* Elementwise helpers over rank-5 views of one shape (any dtype/strides):
  * dst = y <= 0 ? 0 : dy (NaN y passes dy, as torch; dst may be dy); dst = alpha * src; dst += alpha * src;

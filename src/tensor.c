@@ -727,6 +727,37 @@ unsigned nconv__exec_copies(const nconv_exec *e) {
     return (cx ? NCONV_COPY_X : 0u) | (cy ? NCONV_COPY_Y : 0u);
 }
 
+int64_t nconv__dw_w_offset(const nconv_core *c, const nconv_view *w, int64_t ch, int64_t t) {
+    const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+    return ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+}
+
+/* The taps in nested loops, not through nconv__dw_w_offset: its divisions per tap, over every
+ * channel, cost a tenth of a small depthwise layer's run. */
+int nconv__dw_gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt) {
+    const int64_t KS = nconv__core_kernel_spatial(c);
+    int finite = 1;
+    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+                const float v = nconv__load_f32(w->data, w->dt, off);
+                wt[reverse ? KS - 1 - t : t] = v;
+                finite &= isfinite(v) != 0;
+            }
+    return finite;
+}
+
+void nconv__dw_store_w(const nconv_core *c, const nconv_view *w, int64_t ch, const float *acc) {
+    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
+                const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
+                if (w->dt == NCONV_F32) ((float *)w->data)[off] = acc[t];
+                else nconv__store1(w->data, w->dt, off, acc[t]);
+            }
+}
+
 void nconv__epi_init(const nconv_epi *epi, float *init, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         init[i] = epi && epi->bias ? (float)nconv__load(epi->bias->data, epi->bias->dt, i * epi->bias->stride[0]) : 0.0f;

@@ -218,12 +218,6 @@ static size_t dw_workspace(const nconv_core *c, nconv_direction dir, int threads
 
 /* ----------------------------------------------------------------- weights */
 
-/* Element offset of tap t (kernel order) of channel ch in the weights [C, 1, k...]. */
-static inline int64_t w_offset(const nconv_core *c, const nconv_view *w, int64_t ch, int64_t t) {
-    const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-    return ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
-}
-
 /* The W taps by phase, taps[start[f] .. start[f + 1]): for bwd_d tap phase (t d) mod s, last tap
  * first (so that a phase's taps reach dy columns in increasing order); else every tap in order. */
 static void tap_phases(const nconv_core *c, nconv_direction dir, int64_t *taps, int64_t *start) {
@@ -250,7 +244,7 @@ static int pack_weights(const nconv_core *c, nconv_direction dir, const dw_geo *
     const int64_t s = dir == NCONV_DIR_BWD_D ? c->s[2] : 1, cs = w->stride[0];
     int64_t *start = taps + K2, *wtap = start + c->s[2] + 1;
     tap_phases(c, dir, taps, start);
-    for (int64_t t = 0; t < KS; t++) wtap[t] = w_offset(c, w, 0, t);
+    for (int64_t t = 0; t < KS; t++) wtap[t] = nconv__dw_w_offset(c, w, 0, t);
     int finite = 1;
     float *o = dst;
     for (int64_t f = 0; f < s; f++) {
@@ -692,7 +686,7 @@ static void reduce_task(void *arg, int tid, int nthreads) {
             for (int64_t u = 1; u < g->runits; u++)
                 for (int64_t i = 0; i < m; i++) sum[i] += p[u * stride + t * cw + i];
             for (int64_t i = 0; i < m; i++) {
-                const int64_t off = w_offset(c, rc->w, ch0 + i, t);
+                const int64_t off = nconv__dw_w_offset(c, rc->w, ch0 + i, t);
                 if (rc->w->dt == NCONV_F32) ((float *)rc->w->data)[off] = sum[i];
                 else nconv__store1(rc->w->data, rc->w->dt, off, sum[i]);
             }

@@ -22,7 +22,6 @@
 #include "../internal.h"
 #include "../kernels/kernels.h"
 
-#include <math.h>
 #include <string.h>
 
 /* The masks' table, a mask per (vector, tap), at most this size: it is made on every call. */
@@ -48,11 +47,11 @@ static int df_applies(const nconv_core *c, nconv_direction dir, const char **why
     return 1;
 }
 
-/* Bytes of the shared tables: the taps' offsets, the masks ([vector][tap]), the weights
- * ([C][tap]) and the bias. */
+/* Bytes of the shared tables: the taps' offsets and their shifts along each dim, the masks
+ * ([vector][tap]), the weights ([C][tap]) and the bias. */
 typedef struct df_geo {
     int64_t n, nt, nv;
-    size_t off, mask, wt, init;
+    size_t off, shift, mask, wt, init;
 } df_geo;
 
 static void geometry(const nconv_core *c, df_geo *g) {
@@ -60,6 +59,7 @@ static void geometry(const nconv_core *c, df_geo *g) {
     g->nt = nconv__core_kernel_spatial(c);
     g->nv = nconv__div_up(g->n, 16);
     g->off = sizeof(int64_t) * (size_t)g->nt;
+    g->shift = 3 * g->off;
     g->mask = sizeof(uint16_t) * (size_t)(g->nv * g->nt);
     g->wt = sizeof(float) * (size_t)(c->C * g->nt);
     g->init = sizeof(float) * (size_t)c->C;
@@ -69,7 +69,8 @@ static size_t df_workspace(const nconv_core *c, nconv_direction dir, int threads
     (void)dir, (void)threads, (void)copies; /* the operands are read and written in place */
     df_geo g;
     geometry(c, &g);
-    return nconv__ws_round(g.off) + nconv__ws_round(g.mask) + nconv__ws_round(g.wt) + nconv__ws_round(g.init);
+    return nconv__ws_round(g.off) + nconv__ws_round(g.shift) + nconv__ws_round(g.mask) + nconv__ws_round(g.wt) +
+           nconv__ws_round(g.init);
 }
 
 typedef struct df_ctx {
@@ -103,15 +104,7 @@ static void df_task(void *arg, int tid, int nthreads) {
 static int gather_w(const nconv_core *c, const nconv_view *w, float *wt) {
     const int64_t nt = nconv__core_kernel_spatial(c);
     int finite = 1;
-    for (int64_t ch = 0; ch < c->C; ch++)
-        for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
-            for (int64_t k1 = 0; k1 < c->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                    const float v = nconv__load_f32(w->data, w->dt, ch * w->stride[0] + k0 * w->stride[2] +
-                                                                        k1 * w->stride[3] + k2 * w->stride[4]);
-                    wt[ch * nt + t] = v;
-                    finite &= isfinite(v) != 0;
-                }
+    for (int64_t ch = 0; ch < c->C; ch++) finite &= nconv__dw_gather_w(c, w, ch, 0, wt + ch * nt);
     return finite;
 }
 
@@ -119,7 +112,7 @@ static int gather_w(const nconv_core *c, const nconv_view *w, float *wt) {
 static void bw_task(void *arg, int tid, int nthreads) {
     const df_ctx *d = arg;
     const nconv_exec *e = d->e;
-    const nconv_view *x = e->x, *dy = e->y, *w = e->w;
+    const nconv_view *x = e->x, *dy = e->y;
     const int64_t C = e->c->C, nt = d->g->nt;
     double *lanes = e->db_lanes;
     int64_t b, end;
@@ -131,13 +124,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
                         x->stride[1], x->stride[0], (const float *)dy->data + ch * dy->stride[1], dy->stride[1],
                         dy->stride[0], acc, lanes ? &db : NULL);
         for (int l = 0; lanes && l < 4; l++) lanes[l * C + ch] = l ? 0.0 : db;
-        for (int64_t k0 = 0, t = 0; k0 < e->c->k[0]; k0++)
-            for (int64_t k1 = 0; k1 < e->c->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < e->c->k[2]; k2++, t++) {
-                    const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
-                    if (w->dt == NCONV_F32) ((float *)w->data)[off] = acc[t];
-                    else nconv__store1(w->data, w->dt, off, acc[t]);
-                }
+        nconv__dw_store_w(e->c, e->w, ch, acc);
     }
 }
 
@@ -149,35 +136,34 @@ static nconv_status df_run(const nconv_exec *e) {
     const int bwd_d = e->dir == NCONV_DIR_BWD_D;
     df_geo g;
     geometry(c, &g);
-    int64_t *off = nconv__arena_take(e->ws, g.off);
+    int64_t *off = nconv__arena_take(e->ws, g.off), (*sh)[3] = nconv__arena_take(e->ws, g.shift);
     uint16_t *mask = nconv__arena_take(e->ws, g.mask);
     float *wt = nconv__arena_take(e->ws, g.wt), *init = nconv__arena_take(e->ws, g.init);
     const nconv_view *w = e->w;
-    if (!off || !mask || !wt || !init)
+    if (!off || !sh || !mask || !wt || !init)
         return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise_flat");
     const float *wts = e->packed && !bw ? e->packed : wt; /* packed: as gather_w made it, finite for bwd_d */
     if (!bw && !e->packed && !gather_w(c, w, wt) && bwd_d) return (nconv_status)NCONV__DECLINE_W;
-    /* tap t's shift along each dim, (t_i d_i - p_i), negated for bwd_d */
+    /* tap t's shift along each dim, sh[t][i] = t_i d_i - p_i, negated for bwd_d; its lanes, those
+     * whose pixel p (walked in order, its coordinates carried) has p + sh inside the plane */
     const int64_t *sz = c->in, step[3] = {c->in[1] * c->in[2], c->in[2], 1};
+    for (int64_t t = 0; t < g.nt; t++) {
+        const int64_t a[3] = {t / (c->k[1] * c->k[2]), t / c->k[2] % c->k[1], t % c->k[2]};
+        off[t] = 0;
+        for (int i = 0; i < 3; i++) {
+            sh[t][i] = (a[i] * c->d[i] - c->pb[i]) * (bwd_d ? -1 : 1);
+            off[t] += sh[t][i] * step[i];
+        }
+    }
     memset(mask, 0, g.mask);
-    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
-        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
-            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                const int64_t a[3] = {k0, k1, k2};
-                int64_t sh[3];
-                off[t] = 0;
-                for (int i = 0; i < 3; i++) {
-                    sh[i] = a[i] * c->d[i] - c->pb[i];
-                    if (bwd_d) sh[i] = -sh[i];
-                    off[t] += sh[i] * step[i];
-                }
-                for (int64_t f = 0; f < g.n; f++) {
-                    const int64_t p[3] = {f / step[0], f / step[1] % sz[1], f % sz[2]};
-                    int in = 1;
-                    for (int i = 0; i < 3; i++) in &= p[i] + sh[i] >= 0 && p[i] + sh[i] < sz[i];
-                    if (in) mask[(f / 16) * g.nt + t] |= (uint16_t)(1u << (f % 16));
-                }
-            }
+    for (int64_t f = 0, p[3] = {0, 0, 0}; f < g.n; f++) {
+        for (int64_t t = 0; t < g.nt; t++) {
+            int in = 1;
+            for (int i = 0; i < 3; i++) in &= p[i] + sh[t][i] >= 0 && p[i] + sh[t][i] < sz[i];
+            if (in) mask[(f / 16) * g.nt + t] |= (uint16_t)(1u << (f % 16));
+        }
+        for (int i = 2; i >= 0 && ++p[i] == sz[i]; i--) p[i] = 0; /* the next pixel's coordinates */
+    }
     /* (a transposed convolution's forward is the core bwd_d, with its bias and relu) */
     nconv__epi_init(e->epi, init, c->C);
     df_ctx d = {.e = e, .dw = wt, .g = &g, .sv = bwd_d ? e->y : e->x, .ov = bwd_d ? e->x : e->y, .off = off,

@@ -20,7 +20,6 @@
 #include "../internal.h"
 #include "../kernels/kernels.h"
 
-#include <math.h>
 #include <string.h>
 
 enum { ROWS = 8 }; /* output rows per kernel call (the kernel's most) */
@@ -139,21 +138,6 @@ static void fill_row(const dp_geo *g, const int64_t *cmap, const float *sr, floa
     }
 }
 
-/* Channel ch's weights in tap order (reversed for bwd_d) into wt; whether they are all finite. */
-static int gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt) {
-    const int64_t KS = nconv__core_kernel_spatial(c);
-    int finite = 1;
-    for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
-        for (int64_t k1 = 0; k1 < c->k[1]; k1++)
-            for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
-                const float v = nconv__load_f32(w->data, w->dt, off);
-                wt[reverse ? KS - 1 - t : t] = v;
-                finite &= isfinite(v) != 0;
-            }
-    return finite;
-}
-
 /* Source rows idx[j0 .. j1) of a plane read in place (entries of -1: zeros, nothing to read). */
 static void prefetch_rows(const float *rows, int64_t rlen, const int64_t *idx, int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; j++)
@@ -238,13 +222,7 @@ static void bw_task(void *arg, int tid, int nthreads) {
                            d->ov->stride[0], acc, lanes ? &db : NULL);
         }
         for (int l = 0; lanes && l < 4; l++) lanes[l * c->C + ch] = l ? 0.0 : db;
-        for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
-            for (int64_t k1 = 0; k1 < c->k[1]; k1++)
-                for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
-                    const int64_t off = ch * w->stride[0] + k0 * w->stride[2] + k1 * w->stride[3] + k2 * w->stride[4];
-                    if (w->dt == NCONV_F32) ((float *)w->data)[off] = acc[t];
-                    else nconv__store1(w->data, w->dt, off, acc[t]);
-                }
+        nconv__dw_store_w(c, w, ch, acc);
     }
 }
 
@@ -287,7 +265,7 @@ static nconv_status dp_run(const nconv_exec *e) {
     /* dy's zero padding takes no products in bwd_d: a non-finite weight would make NaN of it */
     int finite = 1;
     for (int64_t ch = 0; e->dir != NCONV_DIR_BWD_W && ch < c->C; ch++)
-        finite &= gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
+        finite &= nconv__dw_gather_w(c, e->w, ch, bwd_d, wt + ch * g.KS);
     if (bwd_d && !finite) return (nconv_status)NCONV__DECLINE_W;
     memset(zero, 0, g.zero);
     nconv__epi_init(e->epi, init, c->C);

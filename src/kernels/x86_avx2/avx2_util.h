@@ -12,6 +12,12 @@ static inline __m256i nconv__avx2_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Lanes i < 8 set where bit 8 h + i of m is: the half h of a 16-lane bit mask as a vector mask. */
+static inline __m256i nconv__avx2_bits_mask(unsigned m, int h) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(m >> (8 * h))), bit), bit);
+}
+
 /* Eight f32 lanes narrowed to bf16: round to nearest even on the dropped half, NaN kept quiet
  * (the scalar conversion's bits). */
 static inline __m128i nconv__avx2_to_bf16(__m256 f) {

@@ -5,25 +5,14 @@
  * the lane masks made from the group's 16 bits.
  */
 #include "../kernels.h"
-
-#include <immintrin.h>
-
-/* The vector mask of bits [8 h, 8 h + 8) of m. */
-static inline __m256i lanes(unsigned m, int h) {
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(m >> (8 * h))), bit), bit);
-}
+#include "avx2_util.h"
 
 static inline __m256 act(__m256 v, int relu) { return relu ? _mm256_max_ps(_mm256_setzero_ps(), v) : v; }
 
-/* Pixels [f, f + 8) of a vector into o, those before n only. */
+/* A vector's first `left` lanes (all 8 at most) into o. */
 static inline void store(float *o, int64_t left, __m256 v) {
-    if (left >= 8) {
-        _mm256_storeu_ps(o, v);
-    } else if (left > 0) {
-        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        _mm256_maskstore_ps(o, k, v);
-    }
+    if (left >= 8) _mm256_storeu_ps(o, v);
+    else if (left > 0) _mm256_maskstore_ps(o, nconv__avx2_mask(left), v);
 }
 
 void nconv_f32_dwflat__avx2(int64_t nch, int64_t n, int64_t nt, const int64_t *off, const uint16_t *mask,
@@ -39,11 +28,11 @@ void nconv_f32_dwflat__avx2(int64_t nch, int64_t n, int64_t nt, const int64_t *o
             for (int64_t t = 0; t < nt; t++) {
                 const __m256 wt = _mm256_set1_ps(w[t]);
                 const float *p = x + g * 16 + off[t];
-                a0 = _mm256_fmadd_ps(_mm256_maskload_ps(p, lanes(m[t], 0)), wt, a0);
-                a1 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 8, lanes(m[t], 1)), wt, a1);
+                a0 = _mm256_fmadd_ps(_mm256_maskload_ps(p, nconv__avx2_bits_mask(m[t], 0)), wt, a0);
+                a1 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 8, nconv__avx2_bits_mask(m[t], 1)), wt, a1);
                 if (two) {
-                    a2 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 16, lanes(m[nt + t], 0)), wt, a2);
-                    a3 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 24, lanes(m[nt + t], 1)), wt, a3);
+                    a2 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 16, nconv__avx2_bits_mask(m[nt + t], 0)), wt, a2);
+                    a3 = _mm256_fmadd_ps(_mm256_maskload_ps(p + 24, nconv__avx2_bits_mask(m[nt + t], 1)), wt, a3);
                 }
             }
             float *o = y + g * 16;

@@ -6,21 +6,9 @@
  * block; reduced across lanes once per block.
  */
 #include "../kernels.h"
-
-#include <immintrin.h>
+#include "avx2_util.h"
 
 enum { TB = 12 }; /* taps a block: their sums and dy fill 14 of the 16 registers */
-
-/* The vector mask of bits [8 h, 8 h + 8) of m. */
-static inline __m256i lanes(unsigned m, int h) {
-    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(m >> (8 * h))), bit), bit);
-}
-
-/* Lanes [0, left) of 8 */
-static inline __m256i tail(int64_t left) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left < 8 ? left : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 static inline float hsum(__m256 v) {
     const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -41,12 +29,12 @@ static inline __attribute__((always_inline)) void block(const int NB, int64_t nq
             for (int h = 0; h < 2; h++) {
                 const int64_t left = n - v * 16 - h * 8;
                 if (left <= 0) break;
-                const __m256 d = _mm256_maskload_ps(dy + v * 16 + h * 8, tail(left));
+                const __m256 d = _mm256_maskload_ps(dy + v * 16 + h * 8, nconv__avx2_mask(left));
                 const uint16_t *m = mask + v * nt + t0;
                 const float *p = x + v * 16 + h * 8;
 #pragma GCC unroll 12
                 for (int j = 0; j < NB; j++)
-                    s[j] = _mm256_fmadd_ps(_mm256_maskload_ps(p + off[t0 + j], lanes(m[j], h)), d, s[j]);
+                    s[j] = _mm256_fmadd_ps(_mm256_maskload_ps(p + off[t0 + j], nconv__avx2_bits_mask(m[j], h)), d, s[j]);
                 if (db) sd = _mm256_add_ps(sd, d);
             }
 #pragma GCC unroll 12

@@ -4,12 +4,7 @@
  * are one masked load (the lanes whose tap leaves the plane read nothing).
  */
 #include "../kernels.h"
-
-#include <immintrin.h>
-
-static inline __mmask16 tail_mask(int64_t left) {
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-}
+#include "avx512_util.h"
 
 /* max(0, v) is v when v is NaN */
 static inline __m512 act(__m512 v, int relu) { return relu ? _mm512_max_ps(_mm512_setzero_ps(), v) : v; }
@@ -36,14 +31,14 @@ void nconv_f32_dwflat__avx512(int64_t nch, int64_t n, int64_t nt, const int64_t 
             _mm512_storeu_ps(o, act(a0, relu));
             _mm512_storeu_ps(o + 16, act(a1, relu));
             _mm512_storeu_ps(o + 32, act(a2, relu));
-            _mm512_mask_storeu_ps(o + 48, tail_mask(n - v * 16 - 48), act(a3, relu));
+            _mm512_mask_storeu_ps(o + 48, nconv__avx512_mask(n - v * 16 - 48), act(a3, relu));
         }
         for (; v < nv; v++) {
             __m512 a0 = b;
             const uint16_t *m = mask + v * nt;
             for (int64_t t = 0; t < nt; t++)
                 a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[t], x + v * 16 + off[t]), _mm512_set1_ps(w[t]), a0);
-            _mm512_mask_storeu_ps(y + v * 16, tail_mask(n - v * 16), act(a0, relu));
+            _mm512_mask_storeu_ps(y + v * 16, nconv__avx512_mask(n - v * 16), act(a0, relu));
         }
     }
 }

@@ -6,14 +6,9 @@
  * once per block.
  */
 #include "../kernels.h"
-
-#include <immintrin.h>
+#include "avx512_util.h"
 
 enum { TB = 12 }; /* taps a block: their sums, dy and a load fill 14 of the 32 registers */
-
-static inline __mmask16 tail_mask(int64_t left) {
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-}
 
 /* Taps [t0, t0 + nb) of one channel (nb <= TB); db (the first block's) not NULL: dy's sum too. */
 static inline __attribute__((always_inline)) void block(const int NB, int64_t nq, int64_t n, int64_t nt, int64_t t0,
@@ -26,7 +21,7 @@ static inline __attribute__((always_inline)) void block(const int NB, int64_t nq
     const int64_t nv = (n + 15) / 16;
     for (int64_t q = 0; q < nq; q++, x += xq, dy += dyq)
         for (int64_t v = 0; v < nv; v++) {
-            const __m512 d = _mm512_maskz_loadu_ps(tail_mask(n - v * 16), dy + v * 16);
+            const __m512 d = _mm512_maskz_loadu_ps(nconv__avx512_mask(n - v * 16), dy + v * 16);
             const uint16_t *m = mask + v * nt + t0;
             const float *p = x + v * 16;
 #pragma GCC unroll 12
