@@ -1197,7 +1197,7 @@ static void test_planes_stream(void) {
  * channels-last dx (over 8 MiB) is written with streamed stores, of 40 channels (a part vector
  * with 16 lanes), its forward's smaller output not (test_big_cases); every direction and the bias gradient
  * (summed by bwd_w's kernels) against the reference, the same bits for 1 and 3 threads,
- * channels-last and planar operands (bwd_w of these planes, with 16-lane vectors, on
+ * channels-last and planar operands (the stride-1 planes, with 16-lane vectors, on
  * depthwise_planes: checked). */
 static void test_depthwise_blocks(void) {
     nconv_context *ref, *ctx;
@@ -1224,11 +1224,15 @@ static void test_depthwise_blocks(void) {
             run_epi_1_3(ref, ctx, &p, layout, 1 + 2 * i, &rng, &r, &a, &b, text, sizeof text);
             const char *dirs[] = {"core=fwd,algo=depthwise,", "core=bwd_d,algo=depthwise,", "core=bwd_w,algo=depthwise,"};
             for (int dir = 0; dir < 3; dir++) {
-                /* bwd_w of planes with 16-lane vectors and rows of 14 to 28 pixels: depthwise_planes */
+                /* planes with 16-lane vectors and rows of 14 pixels or more (bwd_w: up to 28), at
+                 * stride 1: depthwise_planes (a forward with z declined: depthwise) */
                 const int64_t ow = cases[i].size + 1;
-                if (dir == 2 && layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && ow >= 14 && ow <= 28) {
-                    CHECK(strstr(text, "core=bwd_w,algo=depthwise_planes,"),
-                          "depthwise blocks case %d: bwd_w not on depthwise_planes in\n%s", i, text);
+                const char *planes[] = {"core=fwd,algo=depthwise_planes,", "core=bwd_d,algo=depthwise_planes,",
+                                        "core=bwd_w,algo=depthwise_planes,"};
+                if (layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && cases[i].stride == 1 && ow >= 14 &&
+                    (dir == 1 || (dir == 0 && !r.has_z) || (dir == 2 && ow <= 28))) {
+                    CHECK(strstr(text, planes[dir]), "depthwise blocks case %d: %s not on depthwise_planes in\n%s", i,
+                          dirs[dir], text);
                     continue;
                 }
                 const char *line = strstr(text, dirs[dir]), *end = line ? strchr(line, '\n') : NULL;
@@ -1342,8 +1346,10 @@ static void check_planes_nonfinite(const char *algo, nconv_context *ref, nconv_c
  * NCONV_VERBOSE's lines: depthwise_planes where it applies to planes, another where it declines
  * (channels-last operands, a forward with z); bwd_w (the bias gradient too) wherever its W stride
  * is 1 or 2 and the padding zeros. The heuristic takes it (checked) for rows of 56 pixels with
- * kernels up to 5 x 5 and, with vectors of 16 lanes, of 28 with 3 x 3, at strides 1 and 2
- * (backward-data: 1), and not for 27 pixels, 5 x 5 at 30, 7 x 7 or stride 3; bwd_w with vectors
+ * kernels up to 5 x 5 and, with vectors of 16 lanes, of 14 to 56 with undilated kernels up to
+ * 7 x 7 (14 and 16 output rows: kernel calls of 7 and 8 rows), at strides 1 and 2 (backward-data:
+ * 1), and not for rows of 7 pixels, 3 x 3 at 14 (depthwise_flat's), dilated 5 x 5 or stride 3
+ * (nor, with 8 lanes, for rows under 56 or 7 x 7); bwd_w with vectors
  * of 16 lanes for 3 x 3 taps and output rows of 14 to 28 pixels, at strides 1 and 2 (not 7 or 56
  * output pixels, nor 5 x 5). An infinite weight: NaN where the
  * reference has it in fwd, and bwd_d declined; an infinite dy element: bwd_w's NaN and Inf where
@@ -1364,12 +1370,14 @@ static void test_depthwise_planes(void) {
         {2, 3, 12, 26, 3, 1, 1, 1, 0, 1, 1, 0}, {2, 4, 10, 30, 1, 1, 1, 0, 0, 0, 2, 0},
         {2, 3, 9, 20, 3, 1, 1, 3, 0, 0, 0, 0}, {1, 2, 1, 6, 3, 2, 1, 2, 1, 0, 1, 0},
         {1, 2, 1, 3, 3, 3, 1, 2, 1, 0, 0, 0},
-        {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 30, 5, 1, 1, 2, 0, 0, 1, 2},
-        {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 2}, {2, 6, 12, 28, 3, 1, 1, 1, 0, 0, 1, 3},
-        {2, 6, 12, 27, 3, 1, 1, 1, 0, 0, 1, 2}, {2, 6, 12, 57, 3, 2, 1, 1, 0, 0, 1, 3},
+        {2, 6, 12, 56, 3, 1, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 30, 5, 1, 1, 2, 0, 0, 1, 3},
+        {2, 6, 12, 56, 7, 1, 1, 3, 0, 0, 0, 3}, {2, 6, 12, 28, 3, 1, 1, 1, 0, 0, 1, 3},
+        {2, 6, 12, 27, 3, 1, 1, 1, 0, 0, 1, 3}, {2, 6, 12, 57, 3, 2, 1, 1, 0, 0, 1, 3},
         {2, 6, 12, 112, 3, 2, 1, 1, 0, 0, 1, 1}, {2, 6, 12, 90, 3, 3, 1, 1, 0, 0, 1, 2},
         {2, 6, 12, 56, 3, 2, 1, 1, 0, 0, 1, 3},  {2, 6, 9, 7, 3, 1, 1, 1, 0, 0, 1, 2},
-        {2, 6, 12, 14, 3, 1, 1, 1, 0, 0, 1, 2}};
+        {2, 6, 12, 14, 3, 1, 1, 1, 0, 0, 1, 2},  {2, 6, 16, 14, 7, 1, 1, 3, 0, 0, 1, 3},
+        {2, 6, 16, 28, 5, 2, 1, 2, 0, 0, 1, 3},  {2, 6, 9, 7, 7, 1, 1, 3, 0, 0, 1, 2},
+        {2, 6, 12, 30, 5, 1, 2, 4, 0, 0, 1, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < ncases; i++)

@@ -22,7 +22,7 @@
 
 #include <string.h>
 
-enum { ROWS = 8 }; /* output rows per kernel call (the kernel's most) */
+enum { ROWS = 8 }; /* output rows per kernel call, at most (the kernel's most) */
 
 static int dp_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt != NCONV_F32 || c->G != c->C || c->G != c->O) {
@@ -54,6 +54,7 @@ typedef struct dp_geo {
      * row a reads entry o1 rs + a rd of its slice's V. Kernels of depth 1 list each row once (rs,
      * rd: the H stride and dilation); else every (o1, tap row) pair has an entry of its own. */
     int64_t nr, rs, rd, V;
+    int64_t mr; /* output rows per kernel call: the fewest calls, rows spread evenly (14 = 7 + 7) */
     size_t rowidx, toff, cmap, zero, wt, init, shared; /* bytes: the shared tables, the weights and init by channel */
     size_t plane, ptrs, thread;                  /* bytes: a thread's scratch */
 } dp_geo;
@@ -83,6 +84,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     g->rs = shared ? g->s[1] : g->K01;
     g->rd = shared ? g->d[1] : 1;
     g->V = shared ? (g->O[1] - 1) * g->rs + (g->nr - 1) * g->rd + 1 : g->O[1] * g->K01;
+    g->mr = nconv__div_up(g->O[1], nconv__div_up(g->O[1], ROWS));
     g->rowidx = sizeof(int64_t) * (size_t)(g->O[0] * g->V);
     g->toff = sizeof(int64_t) * (size_t)g->K2;
     g->cmap = sizeof(int64_t) * (size_t)(g->ph * g->plen);
@@ -93,7 +95,7 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
                 nconv__ws_round(g->zero) + nconv__ws_round(g->wt) + nconv__ws_round(g->init);
     g->plane = g->direct ? 0 : sizeof(float) * (size_t)(g->S[0] * g->S[1] * g->rowlen);
     /* bwd_w's kernel takes a slice's rows at once */
-    const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (ROWS - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+    const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (g->mr - 1) * g->rs + (g->nr - 1) * g->rd + 1;
     g->ptrs = sizeof(float *) * (size_t)nptrs;
     g->thread = nconv__thread_stride(nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs));
 }
@@ -154,7 +156,7 @@ static void dp_task(void *arg, int tid, int nthreads) {
     const float **ptrs = (const float **)(sc + nconv__ws_round(g->plane));
     const int64_t srows = g->S[0] * g->S[1], ow = g->O[2];
     /* rows a slice's first group reads */
-    const int64_t first = ((g->O[1] < ROWS ? g->O[1] : ROWS) - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+    const int64_t mr = g->mr, first = (mr - 1) * g->rs + (g->nr - 1) * g->rd + 1;
     int64_t b, end;
     nconv__split(c->N * c->C, tid, nthreads, &b, &end);
     for (int64_t q = b; q < end; q++) {
@@ -166,8 +168,8 @@ static void dp_task(void *arg, int tid, int nthreads) {
         for (int64_t r = 0; !g->direct && r < srows; r++) fill_row(g, d->cmap, sp + r * g->S[2], plane + r * rlen);
         float *op = d->out + n * d->ov->stride[0] + ch * d->ov->stride[1];
         for (int64_t o0 = 0; o0 < g->O[0]; o0++)
-            for (int64_t o1 = 0; o1 < g->O[1]; o1 += ROWS) {
-                const int64_t m = g->O[1] - o1 < ROWS ? g->O[1] - o1 : ROWS;
+            for (int64_t o1 = 0; o1 < g->O[1]; o1 += mr) {
+                const int64_t m = g->O[1] - o1 < mr ? g->O[1] - o1 : mr;
                 const int64_t *idx = d->rowidx + o0 * g->V + o1 * g->rs;
                 const int64_t nj = (m - 1) * g->rs + (g->nr - 1) * g->rd + 1;
                 for (int64_t j = 0; j < nj; j++) ptrs[j] = idx[j] < 0 ? d->zero : rows + idx[j] * rlen;
@@ -177,8 +179,8 @@ static void dp_task(void *arg, int tid, int nthreads) {
                 const int64_t left = g->V - o1 * g->rs; /* the slice's entries from idx on */
                 if (!g->direct) {
                     /* the buffer holds the whole plane already */
-                } else if (o1 + ROWS < g->O[1]) {
-                    prefetch_rows(rows, rlen, idx, nj, nj + ROWS * g->rs < left ? nj + ROWS * g->rs : left);
+                } else if (o1 + mr < g->O[1]) {
+                    prefetch_rows(rows, rlen, idx, nj, nj + mr * g->rs < left ? nj + mr * g->rs : left);
                 } else if (o0 + 1 < g->O[0]) {
                     prefetch_rows(rows, rlen, idx + left, 0, first);
                 } else if (q + 1 < end) {
@@ -279,9 +281,10 @@ static nconv_status dp_run(const nconv_exec *e) {
 }
 
 /* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or, with vectors of 16
- * lanes, of 28 or more with 3 x 3: there a plane's rows beat the channel blocks of "depthwise".
- * Narrower rows leave too much of a kernel call to overhead and partial vectors (a 28-pixel row
- * is 3.5 vectors of 8); 7 x 7 taps gain nothing (BENCHMARKS.md).
+ * lanes, of 28 or more with 3 x 3, or of 14 or more with undilated 2D kernels up to 7 x 7 (whose
+ * rows the kernel's shared-row code reads): there a plane's rows beat the channel blocks of
+ * "depthwise". Narrower rows leave too much of a kernel call to overhead and partial vectors (a
+ * 28-pixel row is 3.5 vectors of 8, a 7-pixel row under half a vector of 16; BENCHMARKS.md).
  * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes and rows of 14 to 28 output pixels. With 8
  * lanes, 5 x 5 or 7 x 7 taps, rows of 7 pixels (less than half a vector) and rows of 56 or more
  * (planes past L1, whose layers' operands leave the cache: the kernel then reads at a third of the
@@ -293,7 +296,9 @@ static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     if (dir == NCONV_DIR_BWD_W)
         return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
                c->d[2] == 1 && ow >= 14 && ow <= 28;
-    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16);
+    const int shared = c->k[0] == 1 && c->d[1] == 1 && c->d[2] == 1; /* the kernels' code for row patterns */
+    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16) ||
+           (ow >= 14 && k <= 7 && shared && nconv__kernels()->dw_vl >= 16);
 }
 
 /* Not where the activations are channels-last: they would always be declined. */

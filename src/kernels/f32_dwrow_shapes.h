@@ -7,7 +7,7 @@
 #define NCONV_F32_DWROW_SHAPES_H
 
 #define NCONV_DWROW_DISPATCH              \
-    if (m == 8 && rd == 1 && nk <= 8) {   \
+    if ((m == 8 || m == 7) && rd == 1 && nk <= 8) {   \
         SHARED_CASE(1, 3, 1)              \
         SHARED_CASE(1, 5, 1)              \
         SHARED_CASE(1, 7, 1)              \

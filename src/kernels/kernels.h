@@ -217,9 +217,9 @@ typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
  * toff[b] + i * step of it (step 1 or 2): for r < m, i < n,
  *   y[r * ys + i] = act(init + sum_{a < nr, b < nk} w[a * nk + b] * R(r * rs + a * rd, toff[b] + i * step)),
  * where R(j, x) = rows[j][x] for 0 <= x < len and 0 elsewhere (not read there; toff may be
- * negative), summed in the order a, b; act = max(., 0) when relu (NaN stays NaN). Within
- * [0, len), a row is readable at toff[b] + i for i < (n rounded up to a multiple of 16) * step;
- * y is written for i < n only.
+ * negative), summed in an order of the kernel's own for each m; act = max(., 0) when relu (NaN
+ * stays NaN). Within [0, len), a row is readable at toff[b] + i for i < (n rounded up to a
+ * multiple of 16) * step; y is written for i < n only.
  */
 typedef void nconv_f32_dwrow_t(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
                                    int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w,

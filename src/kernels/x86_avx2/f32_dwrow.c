@@ -55,20 +55,21 @@ static inline __attribute__((always_inline)) void rows_m(const int64_t m, const 
     for (int64_t r = 0; r < m; r++) store8(y + r * ys + i, n - i, act(acc[r], relu));
 }
 
-/* 8 rows over NR tap rows one source row apart, output rows RS source rows apart: source row j
- * feeds output rows r with j = r RS + a, a < NR */
-static inline __attribute__((always_inline)) void shared_8(const int64_t RS, const int64_t NR, const int64_t STEP,
+/* M rows (7 or 8) over NR tap rows one source row apart, output rows RS source rows apart: source
+ * row j feeds output rows r with j = r RS + a, a < NR */
+static inline __attribute__((always_inline)) void shared_m(const int64_t M, const int64_t RS, const int64_t NR,
+                                                           const int64_t STEP,
                                                            const int MASKED, int64_t i, int64_t n,
                                                            const float *const *rows, const int64_t nk,
                                                            const int64_t *toff, int64_t len, const float *w,
                                                            float init, float *y, int64_t ys, int relu) {
     __m256 acc[8];
 #pragma GCC unroll 8
-    for (int64_t r = 0; r < 8; r++) acc[r] = _mm256_set1_ps(init);
+    for (int64_t r = 0; r < M; r++) acc[r] = _mm256_set1_ps(init);
 #pragma GCC unroll 32
-    for (int64_t j = 0; j < 7 * RS + NR; j++) {
+    for (int64_t j = 0; j < (M - 1) * RS + NR; j++) {
         const float *p = rows[j];
-        const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < 7 ? j / RS : 7;
+        const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < M - 1 ? j / RS : M - 1;
 #pragma GCC unroll 8
         for (int64_t b = 0; b < nk; b++) {
             const __m256 x = tap(STEP, MASKED, p, toff[b] + i * STEP, len);
@@ -78,7 +79,7 @@ static inline __attribute__((always_inline)) void shared_8(const int64_t RS, con
         }
     }
 #pragma GCC unroll 8
-    for (int64_t r = 0; r < 8; r++) store8(y + r * ys + i, n - i, act(acc[r], relu));
+    for (int64_t r = 0; r < M; r++) store8(y + r * ys + i, n - i, act(acc[r], relu));
 }
 
 /* Whether every tap of the vector at pixel i lies within [0, len), the taps' offsets within
@@ -91,9 +92,11 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
 #define SHARED_CASE(RS, NR, STEP)                                                                        \
     if (rs == RS && nr == NR && step == STEP) {                                                          \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
-            if (inside(i, step, tmin, tmax, len))                                                          \
-                shared_8(RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
-            else shared_8(RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu);             \
+            const int in = inside(i, step, tmin, tmax, len);                                               \
+            if (m == 8 && in) shared_m(8, RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
+            else if (m == 8) shared_m(8, RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu); \
+            else if (in) shared_m(7, RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
+            else shared_m(7, RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu);          \
         }                                                                                                \
         return;                                                                                          \
     }

@@ -50,44 +50,48 @@ static inline __attribute__((always_inline)) void rows_m(const int64_t m, const 
     }
 }
 
-/* 8 rows over NR tap rows one source row apart, output rows RS source rows apart: source row j
- * feeds output rows r with j = r RS + a, a < NR (nk <= 8) */
-static inline __attribute__((always_inline)) void shared_8(const int64_t RS, const int64_t NR, const int64_t STEP,
-                                                           int64_t n, const float *const *rows, const int64_t nk,
-                                                           const int64_t *toff, int64_t len, const float *w,
-                                                           float init, float *y, int64_t ys, int relu) {
+/* M rows (7 or 8) over NR tap rows one source row apart, output rows RS source rows apart: source
+ * row j feeds output rows r with j = r RS + a, a < NR (nk <= 8). A W tap at a time, its NR weights
+ * held in registers, so that the FMAs take no broadcast loads; each row's sum in two halves (even
+ * and odd tap rows), so that twice as many FMAs are in flight as there are rows. */
+static inline __attribute__((always_inline)) void shared_m(const int64_t M, const int64_t RS, const int64_t NR,
+                                                           const int64_t STEP, int64_t n, const float *const *rows,
+                                                           const int64_t nk, const int64_t *toff, int64_t len,
+                                                           const float *w, float init, float *y, int64_t ys, int relu) {
     for (int64_t i = 0; i < n; i += 16) {
-        __m512 acc[8];
-        __mmask16 k0[8], k1[8];
+        __m512 acc[2][8];
 #pragma GCC unroll 8
-        for (int64_t b = 0; b < 8; b++) {
-            k0[b] = b < nk ? window(toff[b] + i * STEP, len) : 0;
-            k1[b] = b < nk && STEP == 2 ? window(toff[b] + i * STEP + 16, len) : 0;
-        }
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < 8; r++) acc[r] = _mm512_set1_ps(init);
+        for (int64_t r = 0; r < M; r++) acc[0][r] = _mm512_set1_ps(init), acc[1][r] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nk; b++) {
+            __m512 wv[7];
+#pragma GCC unroll 7
+            for (int64_t a = 0; a < NR; a++) wv[a] = _mm512_set1_ps(w[a * nk + b]);
+            const int64_t x0 = toff[b] + i * STEP;
+            const __mmask16 k0 = window(x0, len), k1 = STEP == 1 ? 0 : window(x0 + 16, len);
+            /* the row pointers loaded again for each tap: held across taps they crowd out of the
+             * general registers into vector ones, and each move back takes an FMA port */
+            const float *const *rp = rows;
+            __asm__("" : "+r"(rp));
 #pragma GCC unroll 32
-        for (int64_t j = 0; j < 7 * RS + NR; j++) {
-            const float *p = rows[j];
-            const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < 7 ? j / RS : 7;
-#pragma GCC unroll 8
-            for (int64_t b = 0; b < nk; b++) {
-                const __m512 x = tap(STEP, p, toff[b] + i * STEP, k0[b], k1[b]);
+            for (int64_t j = 0; j < (M - 1) * RS + NR; j++) {
+                const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < M - 1 ? j / RS : M - 1;
+                const __m512 x = tap(STEP, rp[j], x0, k0, k1);
 #pragma GCC unroll 8
                 for (int64_t r = r0; r <= r1; r++)
-                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(w[(j - r * RS) * nk + b]), x, acc[r]);
+                    acc[(j - r * RS) & 1][r] = _mm512_fmadd_ps(wv[j - r * RS], x, acc[(j - r * RS) & 1][r]);
             }
         }
 #pragma GCC unroll 8
-        for (int64_t r = 0; r < 8; r++) _mm512_mask_storeu_ps(y + r * ys + i, tail_mask(n - i), act(acc[r], relu));
+        for (int64_t r = 0; r < M; r++)
+            _mm512_mask_storeu_ps(y + r * ys + i, tail_mask(n - i), act(_mm512_add_ps(acc[0][r], acc[1][r]), relu));
     }
 }
 
 /* The cases of NCONV_DWROW_DISPATCH; square kernels with the W taps' count constant too. */
 #define SHARED_CASE(RS, NR, STEP)                                                                        \
     if (rs == RS && nr == NR && step == STEP) {                                                          \
-        if (nk == NR) shared_8(RS, NR, STEP, n, rows, NR, toff, len, w, init, y, ys, relu);              \
-        else shared_8(RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu);                       \
+        if (m == 8) shared_m(8, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu); \
+        else shared_m(7, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu);     \
         return;                                                                                          \
     }
 #define ROWS_CASE(M)                                                                                     \
