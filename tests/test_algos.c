@@ -1225,12 +1225,14 @@ static void test_depthwise_blocks(void) {
             const char *dirs[] = {"core=fwd,algo=depthwise,", "core=bwd_d,algo=depthwise,", "core=bwd_w,algo=depthwise,"};
             for (int dir = 0; dir < 3; dir++) {
                 /* planes with 16-lane vectors and rows of 14 pixels or more (bwd_w: up to 28), at
-                 * stride 1: depthwise_planes (a forward with z declined: depthwise) */
+                 * stride 1, and bwd_d at stride 2 (by phases): depthwise_planes (a forward with z
+                 * declined: depthwise) */
                 const int64_t ow = cases[i].size + 1;
                 const char *planes[] = {"core=fwd,algo=depthwise_planes,", "core=bwd_d,algo=depthwise_planes,",
                                         "core=bwd_w,algo=depthwise_planes,"};
-                if (layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && cases[i].stride == 1 && ow >= 14 &&
-                    (dir == 1 || (dir == 0 && !r.has_z) || (dir == 2 && ow <= 28))) {
+                const int s1 = cases[i].stride == 1;
+                if (layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && ow >= 14 &&
+                    ((dir == 1 && (s1 || ow >= 28)) || (s1 && dir == 0 && !r.has_z) || (s1 && dir == 2 && ow <= 28))) {
                     CHECK(strstr(text, planes[dir]), "depthwise blocks case %d: %s not on depthwise_planes in\n%s", i,
                           dirs[dir], text);
                     continue;
@@ -1303,14 +1305,15 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
  * 3 layer: an infinite weight, NaN where the reference has it in fwd (the padding's products too),
  * and bwd_d declined; an infinite dy element in a corner (its taps on the padding: NaN) and one
  * inside: bwd_w's NaN and Inf where the reference has them. */
-static void check_planes_nonfinite(const char *algo, nconv_context *ref, nconv_context *forced, nconv_context *heur,
-                                   uint64_t *rng) {
+static void check_planes_nonfinite(const char *algo, int64_t stride, nconv_context *ref, nconv_context *forced,
+                                   nconv_context *heur, uint64_t *rng) {
     char ran[64], what[96];
     snprintf(ran, sizeof ran, "algo=%s,", algo);
     nconv_problem p;
     nconv_problem_init(&p, 2);
     p.batch = 2, p.in_channels = p.out_channels = p.groups = 3;
-    for (int d = 0; d < 2; d++) p.in_size[d] = 9 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
+    for (int d = 0; d < 2; d++)
+        p.in_size[d] = 9 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1, p.stride[d] = stride;
     operands r, a, b;
     char text[16384];
     operands_make3(&r, &a, &b, &p, LAYOUT_NCX, rng);
@@ -1377,7 +1380,9 @@ static void test_depthwise_planes(void) {
         {2, 6, 12, 56, 3, 2, 1, 1, 0, 0, 1, 3},  {2, 6, 9, 7, 3, 1, 1, 1, 0, 0, 1, 2},
         {2, 6, 12, 14, 3, 1, 1, 1, 0, 0, 1, 2},  {2, 6, 16, 14, 7, 1, 1, 3, 0, 0, 1, 3},
         {2, 6, 16, 28, 5, 2, 1, 2, 0, 0, 1, 3},  {2, 6, 9, 7, 7, 1, 1, 3, 0, 0, 1, 2},
-        {2, 6, 12, 30, 5, 1, 2, 4, 0, 0, 1, 2}};
+        {2, 6, 12, 30, 5, 1, 2, 4, 0, 0, 1, 2},  {2, 4, 11, 19, 2, 2, 1, 0, 0, 0, 1, 0},
+        {2, 3, 13, 21, 4, 2, 1, 1, 0, 0, 0, 0},  {2, 3, 10, 15, 7, 2, 1, 3, 0, 1, 1, 0},
+        {2, 3, 17, 30, 3, 2, 1, 1, 0, 0, 2, 0},  {2, 6, 9, 14, 3, 2, 1, 1, 0, 0, 1, 2}};
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < ncases; i++)
@@ -1398,8 +1403,10 @@ static void test_depthwise_planes(void) {
             r.has_b = cs[10] & 1, r.has_z = cs[10] >= 2;
             r.epi = (nconv_epilogue){cs[10] == 1 ? NCONV_ACT_RELU : NCONV_ACT_IDENTITY, 0.75};
             a.has_b = b.has_b = r.has_b, a.has_z = b.has_z = r.has_z, a.epi = b.epi = r.epi;
-            /* the core bwd_d applies at stride 1 with zero padding: the user's forward when transposed */
-            const int bwd_d_core = cs[5] == 1 && cs[8] == 0;
+            /* the core bwd_d applies with zero padding at stride 1, or at stride 2 by phases (2D,
+             * undilated, 2 to 8 taps): the user's forward when transposed */
+            const int phases = cs[0] == 2 && cs[5] == 2 && cs[6] == 1 && cs[4] >= 2 && cs[4] <= 8;
+            const int bwd_d_core = (cs[5] == 1 || phases) && cs[8] == 0;
             const int fwd_on_f = !cs[11] && (!p.transposed || bwd_d_core);
             const int dx_on_f = !cs[11] && (p.transposed || bwd_d_core);
             const int dw_on_f = !cs[11] && cs[5] <= 2 && cs[8] == 0; /* bwd_w: W stride 1 or 2, zero padding */
@@ -1410,11 +1417,13 @@ static void test_depthwise_planes(void) {
             const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
             const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
             const int taken = cs[11] == 1 || (cs[11] == 3 && nconv__kernels()->dw_vl >= 16);
+            /* by phases: with 16-lane vectors, dx rows of 28 pixels or more */
+            const int bwd_taken = taken && (cs[5] == 1 || (nconv__kernels()->dw_vl >= 16 && cs[3] >= 28));
             const int64_t ow = (cs[3] + 2 * cs[7] - cs[6] * (cs[4] - 1) - 1) / cs[5] + 1;
             const int dw_taken = cs[11] && nconv__kernels()->dw_vl >= 16 && cs[0] == 2 && cs[4] == 3 && cs[6] == 1 &&
                                  ow >= 14 && ow <= 28 && cs[5] <= 2 && cs[8] == 0;
             const struct { const char *core; int want; } dirs[] = {{fwd, ncx && !r.has_z && (taken || fwd_on_f)},
-                                                                   {bwd, ncx && ((taken && bwd_d_core) || dx_on_f)},
+                                                                   {bwd, ncx && ((bwd_taken && bwd_d_core) || dx_on_f)},
                                                                    {"core=bwd_w,", ncx && (dw_taken || dw_on_f)}};
             for (int dir = 0; dir < 3; dir++)
                 CHECK(verbose_ran(text, dirs[dir].core, "algo=depthwise_planes,") == dirs[dir].want,
@@ -1423,7 +1432,8 @@ static void test_depthwise_planes(void) {
             check_1_3("depthwise planes", i, layout, &p, &r, &a, &b, r.has_b);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
-    check_planes_nonfinite("depthwise_planes", ref, forced, heur, &rng);
+    check_planes_nonfinite("depthwise_planes", 1, ref, forced, heur, &rng);
+    check_planes_nonfinite("depthwise_planes", 2, ref, forced, heur, &rng); /* bwd_d by phases */
     nconv_context_destroy(ref);
     nconv_context_destroy(forced);
     nconv_context_destroy(heur);
@@ -1493,7 +1503,7 @@ static void test_depthwise_flat(void) {
             check_1_3("depthwise flat", i, layout, &p, &r, &a, &b, r.has_b);
             operands_free(&r), operands_free(&a), operands_free(&b);
         }
-    check_planes_nonfinite("depthwise_flat", ref, forced, heur, &rng);
+    check_planes_nonfinite("depthwise_flat", 1, ref, forced, heur, &rng);
     nconv_context_destroy(ref);
     nconv_context_destroy(forced);
     nconv_context_destroy(heur);

@@ -272,8 +272,8 @@ static int64_t sweep_taps(int64_t nk, int64_t dw, int64_t pad, int64_t n, int64_
 }
 
 /* The depthwise row kernel (dwrow) against f64 sums: 1-8 rows (each count has code of its own),
- * rows of 1-56 pixels (vector tails), the shapes with code of their own (3, 5, 7 tap rows at row
- * strides 1 and 2, square or not, pixel steps 1 and 2) and others (more than 8 W taps, dilated
+ * rows of 1-56 pixels (vector tails), the shapes with code of their own (1, 2, 3, 5, 7 tap rows at
+ * row stride 1, 3, 5, 7 at 2, square or not, pixel steps 1 and 2) and others (more than 8 W taps, dilated
  * tap rows, a list with every row of its own, 1 x 1); W padding of 0-2 columns read through the
  * row length (rows end at len: ASan sees any read beyond) and rows read in full (no padding,
  * len far off). Outputs past n stay NaN; relu keeps a NaN read. */
@@ -281,7 +281,8 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
     /* nr, nk, rs, rd, step, W dilation */
     const int64_t shapes[][6] = {{3, 3, 1, 1, 1, 1}, {5, 5, 1, 1, 1, 1}, {7, 7, 1, 1, 1, 1}, {3, 5, 1, 1, 1, 1},
                                  {3, 3, 2, 1, 2, 1}, {5, 5, 2, 1, 2, 1}, {7, 7, 2, 1, 2, 1}, {3, 3, 2, 1, 1, 1},
-                                 {3, 11, 1, 1, 1, 1}, {3, 3, 1, 2, 1, 2}, {9, 3, 9, 1, 2, 1}, {1, 1, 1, 1, 1, 1}};
+                                 {3, 11, 1, 1, 1, 1}, {3, 3, 1, 2, 1, 2}, {9, 3, 9, 1, 2, 1}, {1, 1, 1, 1, 1, 1},
+                                 {2, 2, 1, 1, 1, 1}, {1, 3, 1, 1, 1, 1}, {2, 1, 1, 1, 1, 1}};
     const int64_t ns[] = {1, 7, 14, 16, 17, 56};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int64_t m = 1; m <= 8; m++)

@@ -4,7 +4,9 @@
  * vector of output pixels along W at a time in up to 8 output rows at once (the dwrow kernel, each
  * tap one broadcast weight):
  *   fwd:   y[c] = conv(x[c], w[c]) with the layer's strides, dilations and padding mode;
- *   bwd_d: dx[c] = conv(dy[c], w[c] reversed) at stride 1, dy padded by (k - 1) d - p with zeros.
+ *   bwd_d: dx[c] = conv(dy[c], w[c] reversed) at stride 1, dy padded by (k - 1) d - p with zeros;
+ *          at stride 2 (2D planes) by phases: each parity of dx rows and columns a stride-1
+ *          convolution of dy with the taps of that parity, interleaved into dx (see ph_task).
  * At W stride 1 or 2 with zero padding the kernel reads the source rows in place (the padding's
  * columns masked off, pixel step 2 for stride 2), the rows of the next output rows fetched ahead.
  * Otherwise a thread first copies a source plane's rows into a buffer, each row padded along W as
@@ -23,6 +25,14 @@
 #include <string.h>
 
 enum { ROWS = 8 }; /* output rows per kernel call, at most (the kernel's most) */
+enum { PH_TAPS = 4 }; /* bwd_d by phases: a phase's taps along H or W, at most */
+
+/* bwd_d at stride 2 by phases (see ph_task): 2D planes, undilated kernels of 2 to 2 PH_TAPS taps a
+ * side (each phase at least one tap, at most PH_TAPS). */
+static int by_phases(const nconv_core *c) {
+    return c->in[0] == 1 && c->out[0] == 1 && c->k[0] == 1 && c->s[1] == 2 && c->s[2] == 2 && c->d[1] == 1 &&
+           c->d[2] == 1 && c->k[1] >= 2 && c->k[1] <= 2 * PH_TAPS && c->k[2] >= 2 && c->k[2] <= 2 * PH_TAPS;
+}
 
 static int dp_applies(const nconv_core *c, nconv_direction dir, const char **why_not) {
     if (c->dt != NCONV_F32 || c->G != c->C || c->G != c->O) {
@@ -33,8 +43,11 @@ static int dp_applies(const nconv_core *c, nconv_direction dir, const char **why
         if (why_not) *why_not = "bwd_w needs W stride 1 or 2 and zero padding";
         return 0;
     }
-    if (dir == NCONV_DIR_BWD_D && (c->s[0] != 1 || c->s[1] != 1 || c->s[2] != 1 || c->mode != NCONV_PAD_ZEROS)) {
-        if (why_not) *why_not = "bwd_d needs stride 1 and zero padding";
+    if (dir == NCONV_DIR_BWD_D && (c->mode != NCONV_PAD_ZEROS ||
+                                   !((c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1) || by_phases(c)))) {
+        if (why_not)
+            *why_not = "bwd_d needs zero padding and stride 1, or stride 2 on 2D planes with undilated kernels of 2 "
+                       "to 8 taps a side";
         return 0;
     }
     return 1;
@@ -55,6 +68,8 @@ typedef struct dp_geo {
      * rd: the H stride and dilation); else every (o1, tap row) pair has an entry of its own. */
     int64_t nr, rs, rd, V;
     int64_t mr; /* output rows per kernel call: the fewest calls, rows spread evenly (14 = 7 + 7) */
+    int phases;   /* bwd_d by phases (by_phases), mr rows of a row phase per call */
+    int64_t pbl;  /* and floats per row of a column phase's buffer */
     size_t rowidx, toff, cmap, zero, wt, init, shared; /* bytes: the shared tables, the weights and init by channel */
     size_t plane, ptrs, thread;                  /* bytes: a thread's scratch */
 } dp_geo;
@@ -98,6 +113,21 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (g->mr - 1) * g->rs + (g->nr - 1) * g->rd + 1;
     g->ptrs = sizeof(float *) * (size_t)nptrs;
     g->thread = nconv__thread_stride(nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs));
+    if (bwd_d && by_phases(c)) {
+        /* dx rows of one parity (half of them, rounded up) in calls of up to ROWS; a call's rows
+         * of both column phases in a buffer, then interleaved into dx; tap tables per column phase */
+        const int64_t hq = (g->O[1] + 1) / 2;
+        g->phases = 1;
+        g->mr = nconv__div_up(hq, nconv__div_up(hq, ROWS));
+        g->pbl = nconv__div_up((g->O[2] + 1) / 2, 16) * 16;
+        g->rowidx = g->toff = g->cmap = 0, g->plane = 0;
+        g->zero = sizeof(float) * (size_t)(nconv__div_up(g->S[2], 16) * 16);
+        g->shared = nconv__ws_round(g->zero) + nconv__ws_round(g->wt) + nconv__ws_round(g->init);
+        g->ptrs = sizeof(float *) * (size_t)(g->mr + PH_TAPS - 1);
+        g->thread = nconv__thread_stride(nconv__ws_round(sizeof(float) * (size_t)(2 * g->mr * g->pbl)) +
+                                         nconv__ws_round(g->ptrs) + nconv__ws_round(sizeof(int64_t) * 2 * PH_TAPS) +
+                                         nconv__ws_round(sizeof(float) * 2 * PH_TAPS * PH_TAPS));
+    }
 }
 
 static size_t dp_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
@@ -193,6 +223,69 @@ static void dp_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* dx[2v + q] = b[q][v] for the row's n columns: a dx row from its two column phases. */
+static void interleave(const float *b0, const float *b1, int64_t n, float *dx) {
+    const int64_t pairs = n / 2;
+    for (int64_t v = 0; v < pairs; v++) dx[2 * v] = b0[v], dx[2 * v + 1] = b1[v];
+    if (n % 2) dx[n - 1] = b0[pairs];
+}
+
+/* bwd_d at stride 2 by phases: dx row y = 2u + ry, column x = 2v + rx takes the taps kh, kw of
+ * the parities that reach dy (kh = ry + pb mod 2, kw likewise), from dy row u + (ry + pb - kh) / 2
+ * and column v + (rx + pb - kw) / 2: for each row phase, a stride-1 convolution of dy with a
+ * sub-kernel per column phase (the row kernel, its tap rows in order of their dy rows: kh
+ * descending), the two column phases of a call's rows written to a buffer, then interleaved
+ * into dx. Each dx element is one kernel's sum, bias and relu included (the transposed forward). */
+static void ph_task(void *arg, int tid, int nthreads) {
+    const dp_ctx *d = arg;
+    const nconv_exec *e = d->e;
+    const nconv_core *c = e->c;
+    const dp_geo *g = d->g;
+    char *sc = d->scratch + (size_t)tid * g->thread;
+    float *buf = (float *)sc;
+    sc += nconv__ws_round(sizeof(float) * (size_t)(2 * g->mr * g->pbl));
+    const float **ptrs = (const float **)sc;
+    sc += nconv__ws_round(g->ptrs);
+    int64_t *toff = (int64_t *)sc;                                             /* [rx][b] */
+    float *ws = (float *)(sc + nconv__ws_round(sizeof(int64_t) * 2 * PH_TAPS)); /* [rx][a][b] */
+    const int64_t KH = c->k[1], KW = c->k[2], H = g->O[1], W = g->O[2], HY = g->S[1], WY = g->S[2];
+    int64_t b, end;
+    nconv__split(c->N * c->C, tid, nthreads, &b, &end);
+    for (int64_t q = b; q < end; q++) {
+        const int64_t n = q / c->C, ch = q % c->C;
+        const float *wt = d->wt + ch * g->KS; /* [kh][kw] */
+        const float *dy = d->src + n * d->sv->stride[0] + ch * d->sv->stride[1];
+        float *dx = d->out + n * d->ov->stride[0] + ch * d->ov->stride[1];
+        for (int64_t ry = 0; ry < 2 && ry < H; ry++) {
+            const int64_t kh0 = KH - 1 - ((KH - 1 - ry - c->pb[1]) % 2 + 2) % 2; /* the phase's largest kh */
+            const int64_t nr = kh0 / 2 + 1, e0 = (ry + c->pb[1] - kh0) / 2, hq = (H - ry + 1) / 2;
+            int64_t nk[2], wq[2];
+            for (int64_t rx = 0; rx < 2; rx++) {
+                const int64_t kw0 = ((rx + c->pb[2]) % 2 + 2) % 2; /* the phase's smallest kw */
+                nk[rx] = (KW - 1 - kw0) / 2 + 1, wq[rx] = (W - rx + 1) / 2;
+                for (int64_t t = 0; t < nk[rx]; t++) {
+                    const int64_t kw = kw0 + 2 * t;
+                    toff[rx * PH_TAPS + t] = (rx + c->pb[2] - kw) / 2;
+                    for (int64_t a = 0; a < nr; a++)
+                        ws[rx * PH_TAPS * PH_TAPS + a * nk[rx] + t] = wt[(kh0 - 2 * a) * KW + kw];
+                }
+            }
+            for (int64_t u0 = 0; u0 < hq; u0 += g->mr) {
+                const int64_t m = hq - u0 < g->mr ? hq - u0 : g->mr;
+                for (int64_t j = 0; j < m + nr - 1; j++) {
+                    const int64_t i = u0 + e0 + j;
+                    ptrs[j] = i < 0 || i >= HY ? d->zero : dy + i * WY;
+                }
+                for (int64_t rx = 0; rx < 2 && rx < W; rx++)
+                    e->k->dwrow(m, wq[rx], nr, ptrs, 1, 1, nk[rx], toff + rx * PH_TAPS, 1, WY,
+                                ws + rx * PH_TAPS * PH_TAPS, d->init[ch], buf + rx * g->mr * g->pbl, g->pbl, d->relu);
+                for (int64_t r = 0; r < m; r++)
+                    interleave(buf + r * g->pbl, buf + (g->mr + r) * g->pbl, W, dx + (2 * (u0 + r) + ry) * W);
+            }
+        }
+    }
+}
+
 /* Whether the operands are what the algorithm reads and writes: f32 planes, no z. */
 static int dp_suit(const nconv_exec *e) {
     if (e->dir != NCONV_DIR_BWD_W && e->epi && e->epi->z) return 0;
@@ -228,6 +321,27 @@ static void bw_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* bwd_d by phases (ph_task): the weights unreversed, [kh][kw]. */
+static nconv_status ph_run(const nconv_exec *e, const dp_geo *g, int threads) {
+    const nconv_core *c = e->c;
+    float *zero = nconv__arena_take(e->ws, g->zero), *wt = nconv__arena_take(e->ws, g->wt);
+    float *init = nconv__arena_take(e->ws, g->init);
+    char *scratch = nconv__arena_take(e->ws, (size_t)threads * g->thread);
+    if (!zero || !wt || !init || !scratch)
+        return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm depthwise_planes");
+    /* dy's zero padding takes products here (the zero rows, the masked lanes): declined as in bwd_d */
+    int finite = 1;
+    for (int64_t ch = 0; ch < c->C; ch++) finite &= nconv__dw_gather_w(c, e->w, ch, 0, wt + ch * g->KS);
+    if (!finite) return (nconv_status)NCONV__DECLINE_W;
+    memset(zero, 0, g->zero);
+    nconv__epi_init(e->epi, init, c->C);
+    dp_ctx d = {.e = e, .g = g, .sv = e->y, .ov = e->x, .zero = zero, .init = init, .wt = wt,
+                .relu = e->epi && e->epi->relu, .scratch = scratch};
+    d.src = d.sv->data, d.out = d.ov->data;
+    nconv__parallel(e, ph_task, &d);
+    return NCONV_OK;
+}
+
 static nconv_status dp_run(const nconv_exec *e) {
     if (!dp_suit(e)) return (nconv_status)NCONV__DECLINE_LAYOUT;
     const nconv_core *c = e->c;
@@ -235,6 +349,7 @@ static nconv_status dp_run(const nconv_exec *e) {
     dp_geo g;
     geometry(c, e->dir, &g);
     const int threads = nconv__parallel_width(e);
+    if (g.phases) return ph_run(e, &g, threads);
     int64_t *rowidx = nconv__arena_take(e->ws, g.rowidx), *toff = nconv__arena_take(e->ws, g.toff);
     int64_t *cmap = nconv__arena_take(e->ws, g.cmap);
     float *wt = nconv__arena_take(e->ws, g.wt);
@@ -285,6 +400,8 @@ static nconv_status dp_run(const nconv_exec *e) {
  * rows the kernel's shared-row code reads): there a plane's rows beat the channel blocks of
  * "depthwise". Narrower rows leave too much of a kernel call to overhead and partial vectors (a
  * 28-pixel row is 3.5 vectors of 8, a 7-pixel row under half a vector of 16; BENCHMARKS.md).
+ * bwd_d by phases: with 16-lane vectors, dx rows of 28 pixels or more (a 14-pixel row's phases
+ * are 7 pixels, where the channel blocks win).
  * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes and rows of 14 to 28 output pixels. With 8
  * lanes, 5 x 5 or 7 x 7 taps, rows of 7 pixels (less than half a vector) and rows of 56 or more
  * (planes past L1, whose layers' operands leave the cache: the kernel then reads at a third of the
@@ -293,6 +410,7 @@ static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
     const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
     if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
+    if (dir == NCONV_DIR_BWD_D && by_phases(c)) return nconv__kernels()->dw_vl >= 16 && ow >= 28;
     if (dir == NCONV_DIR_BWD_W)
         return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
                c->d[2] == 1 && ow >= 14 && ow <= 28;
