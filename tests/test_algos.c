@@ -1225,14 +1225,15 @@ static void test_depthwise_blocks(void) {
             const char *dirs[] = {"core=fwd,algo=depthwise,", "core=bwd_d,algo=depthwise,", "core=bwd_w,algo=depthwise,"};
             for (int dir = 0; dir < 3; dir++) {
                 /* planes with 16-lane vectors and rows of 14 pixels or more (bwd_w: up to 28), at
-                 * stride 1, and bwd_d at stride 2 (by phases): depthwise_planes (a forward with z
-                 * declined: depthwise) */
+                 * stride 1, and bwd_d at stride 2 (by phases, 3 x 3: any vectors): depthwise_planes
+                 * (a forward with z declined: depthwise) */
                 const int64_t ow = cases[i].size + 1;
                 const char *planes[] = {"core=fwd,algo=depthwise_planes,", "core=bwd_d,algo=depthwise_planes,",
                                         "core=bwd_w,algo=depthwise_planes,"};
-                const int s1 = cases[i].stride == 1;
-                if (layout == LAYOUT_NCX && nconv__kernels()->dw_vl >= 16 && ow >= 14 &&
-                    ((dir == 1 && (s1 || ow >= 28)) || (s1 && dir == 0 && !r.has_z) || (s1 && dir == 2 && ow <= 28))) {
+                const int s1 = cases[i].stride == 1, vl16 = nconv__kernels()->dw_vl >= 16;
+                if (layout == LAYOUT_NCX && ow >= 14 &&
+                    ((dir == 1 && (s1 ? vl16 : ow >= 28)) || (s1 && vl16 && dir == 0 && !r.has_z) ||
+                     (s1 && vl16 && dir == 2 && ow <= 28))) {
                     CHECK(strstr(text, planes[dir]), "depthwise blocks case %d: %s not on depthwise_planes in\n%s", i,
                           dirs[dir], text);
                     continue;
@@ -1350,9 +1351,11 @@ static void check_planes_nonfinite(const char *algo, int64_t stride, nconv_conte
  * (channels-last operands, a forward with z); bwd_w (the bias gradient too) wherever its W stride
  * is 1 or 2 and the padding zeros. The heuristic takes it (checked) for rows of 56 pixels with
  * kernels up to 5 x 5 and, with vectors of 16 lanes, of 14 to 56 with undilated kernels up to
- * 7 x 7 (14 and 16 output rows: kernel calls of 7 and 8 rows), at strides 1 and 2 (backward-data:
- * 1), and not for rows of 7 pixels, 3 x 3 at 14 (depthwise_flat's), dilated 5 x 5 or stride 3
- * (nor, with 8 lanes, for rows under 56 or 7 x 7); bwd_w with vectors
+ * 7 x 7 (14 and 16 output rows: kernel calls of 7 and 8 rows), at strides 1 and 2 (backward-data
+ * at stride 2, by phases: dx rows of 28 or more, with 8 lanes 3 x 3 only), and not for rows of 7
+ * pixels, 3 x 3 at 14 (depthwise_flat's), dilated 5 x 5 or stride 3 (nor, with 8 lanes, for rows
+ * under 56 or 7 x 7); backward-data by phases forced over kernels of 2 to 7 taps, odd and even
+ * sizes, padding 0 to 3, transposed, and an infinite weight declined; bwd_w with vectors
  * of 16 lanes for 3 x 3 taps and output rows of 14 to 28 pixels, at strides 1 and 2 (not 7 or 56
  * output pixels, nor 5 x 5). An infinite weight: NaN where the
  * reference has it in fwd, and bwd_d declined; an infinite dy element: bwd_w's NaN and Inf where
@@ -1417,8 +1420,10 @@ static void test_depthwise_planes(void) {
             const char *fwd = p.transposed ? "core=bwd_d," : "core=fwd,";
             const char *bwd = p.transposed ? "core=fwd," : "core=bwd_d,";
             const int taken = cs[11] == 1 || (cs[11] == 3 && nconv__kernels()->dw_vl >= 16);
-            /* by phases: with 16-lane vectors, dx rows of 28 pixels or more */
-            const int bwd_taken = taken && (cs[5] == 1 || (nconv__kernels()->dw_vl >= 16 && cs[3] >= 28));
+            /* by phases: dx rows of 28 pixels or more, with 8-lane vectors for 3 x 3 kernels only */
+            const int bwd_taken = cs[5] == 1 ? taken
+                                             : cs[11] && phases && cs[3] >= 28 &&
+                                                   (nconv__kernels()->dw_vl >= 16 || cs[4] <= 3);
             const int64_t ow = (cs[3] + 2 * cs[7] - cs[6] * (cs[4] - 1) - 1) / cs[5] + 1;
             const int dw_taken = cs[11] && nconv__kernels()->dw_vl >= 16 && cs[0] == 2 && cs[4] == 3 && cs[6] == 1 &&
                                  ow >= 14 && ow <= 28 && cs[5] <= 2 && cs[8] == 0;

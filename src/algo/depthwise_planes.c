@@ -400,8 +400,8 @@ static nconv_status dp_run(const nconv_exec *e) {
  * rows the kernel's shared-row code reads): there a plane's rows beat the channel blocks of
  * "depthwise". Narrower rows leave too much of a kernel call to overhead and partial vectors (a
  * 28-pixel row is 3.5 vectors of 8, a 7-pixel row under half a vector of 16; BENCHMARKS.md).
- * bwd_d by phases: with 16-lane vectors, dx rows of 28 pixels or more (a 14-pixel row's phases
- * are 7 pixels, where the channel blocks win).
+ * bwd_d by phases: dx rows of 28 pixels or more (a 14-pixel row's phases are 7 pixels, where the
+ * channel blocks win), with 8-lane vectors for 3 x 3 kernels only (5 x 5 measured even).
  * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes and rows of 14 to 28 output pixels. With 8
  * lanes, 5 x 5 or 7 x 7 taps, rows of 7 pixels (less than half a vector) and rows of 56 or more
  * (planes past L1, whose layers' operands leave the cache: the kernel then reads at a third of the
@@ -410,7 +410,7 @@ static int dp_preferred(const nconv_core *c, nconv_direction dir) {
     const int64_t ow = dir == NCONV_DIR_BWD_D ? c->in[2] : c->out[2];
     const int64_t k = c->k[1] > c->k[2] ? c->k[1] : c->k[2];
     if (c->s[0] > 2 || c->s[1] > 2 || c->s[2] > 2) return 0;
-    if (dir == NCONV_DIR_BWD_D && by_phases(c)) return nconv__kernels()->dw_vl >= 16 && ow >= 28;
+    if (dir == NCONV_DIR_BWD_D && by_phases(c)) return ow >= 28 && (nconv__kernels()->dw_vl >= 16 || k <= 3);
     if (dir == NCONV_DIR_BWD_W)
         return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
                c->d[2] == 1 && ow >= 14 && ow <= 28;
