@@ -396,10 +396,11 @@ static nconv_status dp_run(const nconv_exec *e) {
 }
 
 /* Strides up to 2, and rows of 56 pixels or more with kernels up to 5 x 5, or, with vectors of 16
- * lanes, of 28 or more with 3 x 3, or of 14 or more with undilated 2D kernels up to 7 x 7 (whose
- * rows the kernel's shared-row code reads): there a plane's rows beat the channel blocks of
+ * lanes, of 28 or more with 3 x 3, or, with undilated 2D kernels (whose rows the kernel's
+ * shared-row code reads), of 14 or more up to 7 x 7 with 16 lanes, with 8 lanes up to 3 x 3 (and
+ * at stride 1 up to 7 x 7 on rows of 28 or more): there a plane's rows beat the channel blocks of
  * "depthwise". Narrower rows leave too much of a kernel call to overhead and partial vectors (a
- * 28-pixel row is 3.5 vectors of 8, a 7-pixel row under half a vector of 16; BENCHMARKS.md).
+ * 7-pixel row is under half a vector of 16; BENCHMARKS.md).
  * bwd_d by phases: dx rows of 28 pixels or more (a 14-pixel row's phases are 7 pixels, where the
  * channel blocks win), with 8-lane vectors for 3 x 3 kernels only (5 x 5 measured even).
  * bwd_w: 3 x 3 undilated taps with vectors of 16 lanes and rows of 14 to 28 output pixels. With 8
@@ -415,8 +416,9 @@ static int dp_preferred(const nconv_core *c, nconv_direction dir) {
         return nconv__kernels()->dw_vl >= 16 && c->k[0] == 1 && c->k[1] == 3 && c->k[2] == 3 && c->d[1] == 1 &&
                c->d[2] == 1 && ow >= 14 && ow <= 28;
     const int shared = c->k[0] == 1 && c->d[1] == 1 && c->d[2] == 1; /* the kernels' code for row patterns */
-    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && nconv__kernels()->dw_vl >= 16) ||
-           (ow >= 14 && k <= 7 && shared && nconv__kernels()->dw_vl >= 16);
+    const int vl16 = nconv__kernels()->dw_vl >= 16, s1 = c->s[1] == 1 && c->s[2] == 1;
+    return (ow >= 56 && k <= 5) || (ow >= 28 && k <= 3 && vl16) ||
+           (shared && ow >= 14 && (vl16 ? k <= 7 : k <= 3 || (k <= 7 && ow >= 28 && s1)));
 }
 
 /* Not where the activations are channels-last: they would always be declined. */

@@ -56,7 +56,8 @@ static inline __attribute__((always_inline)) void rows_m(const int64_t m, const 
 }
 
 /* M rows (7 or 8) over NR tap rows one source row apart, output rows RS source rows apart: source
- * row j feeds output rows r with j = r RS + a, a < NR */
+ * row j feeds output rows r with j = r RS + a, a < NR. A W tap at a time, its NR weights held in
+ * registers, so that the FMAs take no broadcast loads. */
 static inline __attribute__((always_inline)) void shared_m(const int64_t M, const int64_t RS, const int64_t NR,
                                                            const int64_t STEP,
                                                            const int MASKED, int64_t i, int64_t n,
@@ -66,16 +67,19 @@ static inline __attribute__((always_inline)) void shared_m(const int64_t M, cons
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int64_t r = 0; r < M; r++) acc[r] = _mm256_set1_ps(init);
+    for (int64_t b = 0; b < nk; b++) {
+        __m256 wv[7];
+#pragma GCC unroll 7
+        for (int64_t a = 0; a < NR; a++) wv[a] = _mm256_set1_ps(w[a * nk + b]);
+        /* the row pointers loaded again for each tap: held across taps they crowd the registers */
+        const float *const *rp = rows;
+        __asm__("" : "+r"(rp));
 #pragma GCC unroll 32
-    for (int64_t j = 0; j < (M - 1) * RS + NR; j++) {
-        const float *p = rows[j];
-        const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < M - 1 ? j / RS : M - 1;
+        for (int64_t j = 0; j < (M - 1) * RS + NR; j++) {
+            const int64_t r0 = j - NR + 1 > 0 ? (j - NR + RS) / RS : 0, r1 = j / RS < M - 1 ? j / RS : M - 1;
+            const __m256 x = tap(STEP, MASKED, rp[j], toff[b] + i * STEP, len);
 #pragma GCC unroll 8
-        for (int64_t b = 0; b < nk; b++) {
-            const __m256 x = tap(STEP, MASKED, p, toff[b] + i * STEP, len);
-#pragma GCC unroll 8
-            for (int64_t r = r0; r <= r1; r++)
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(w[(j - r * RS) * nk + b]), x, acc[r]);
+            for (int64_t r = r0; r <= r1; r++) acc[r] = _mm256_fmadd_ps(wv[j - r * RS], x, acc[r]);
         }
     }
 #pragma GCC unroll 8
