@@ -59,8 +59,7 @@ static inline __attribute__((always_inline)) void rows_m(const int64_t m, const 
  * row j feeds output rows r with j = r RS + a, a < NR. A W tap at a time, its NR weights held in
  * registers, so that the FMAs take no broadcast loads. */
 static inline __attribute__((always_inline)) void shared_m(const int64_t M, const int64_t RS, const int64_t NR,
-                                                           const int64_t STEP,
-                                                           const int MASKED, int64_t i, int64_t n,
+                                                           const int64_t STEP, const int MASKED, int64_t i, int64_t n,
                                                            const float *const *rows, const int64_t nk,
                                                            const int64_t *toff, int64_t len, const float *w,
                                                            float init, float *y, int64_t ys, int relu) {
@@ -92,15 +91,20 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
     return tmin + i * step >= 0 && tmax + (i + 8) * step <= len;
 }
 
-/* The cases of NCONV_DWROW_DISPATCH, each vector with masks or, inside the row, without. */
+/* The cases of NCONV_DWROW_DISPATCH, each vector with masks or, inside the row, without (there nk
+ * == NR, a constant, where it is). */
+#define SHARED_M(M, RS, NR, STEP)                                                                       \
+    if (in) shared_m(M, RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
+    else shared_m(M, RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu);
 #define SHARED_CASE(RS, NR, STEP)                                                                        \
     if (rs == RS && nr == NR && step == STEP) {                                                          \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
-            const int in = inside(i, step, tmin, tmax, len);                                               \
-            if (m == 8 && in) shared_m(8, RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
-            else if (m == 8) shared_m(8, RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu); \
-            else if (in) shared_m(7, RS, NR, STEP, 0, i, n, rows, nk == NR ? NR : nk, toff, len, w, init, y, ys, relu); \
-            else shared_m(7, RS, NR, STEP, 1, i, n, rows, nk, toff, len, w, init, y, ys, relu);          \
+            const int in = inside(i, step, tmin, tmax, len);                                             \
+            if (m == 8) {                                                                                \
+                SHARED_M(8, RS, NR, STEP)                                                                \
+            } else {                                                                                     \
+                SHARED_M(7, RS, NR, STEP)                                                                \
+            }                                                                                            \
         }                                                                                                \
         return;                                                                                          \
     }
