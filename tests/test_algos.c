@@ -1302,6 +1302,92 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
     return 0;
 }
 
+/* igemm's row GEMM by classes of pixels (fwd, and bwd_d at stride 1, with zero padding on small
+ * images): each tile skips the taps that read only padding. 1-3D, kernels 3 and 5, strides 1 and
+ * 2, dilation, pads that differ at the two ends, groups, both layouts, with and without the
+ * epilogue, against the reference; the same bits on 1 and 3 threads; NCONV_VERBOSE names the path
+ * where the heuristic takes it (checked both ways). An infinite weight on a tap that reads the
+ * padding: NaN where the reference has it in fwd (that panel sums every tap), the same bits
+ * through a plan's prepacked weights, and bwd_d declined. */
+static void test_tap_classes(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", "igemm", &ref, &ctx);
+    uint64_t rng = 61;
+    /* ndims, N, C, O, G, size, kernel, stride, pad begin, pad end, dilation, fwd and bwd_d by classes */
+    const int64_t cases[][13] = {
+        {2, 6, 64, 64, 1, 5, 3, 1, 1, 1, 1, 1, 1},  {3, 3, 48, 64, 1, 4, 3, 1, 1, 1, 1, 1, 1},
+        {2, 4, 256, 32, 1, 14, 3, 2, 1, 1, 1, 1, 0}, {2, 6, 96, 72, 1, 8, 3, 1, 2, 2, 2, 1, 1},
+        {1, 12, 64, 64, 1, 9, 7, 1, 3, 3, 1, 1, 1},  {2, 6, 128, 128, 2, 5, 3, 1, 2, 0, 1, 1, 1},
+        {2, 4, 64, 64, 1, 6, 5, 1, 2, 2, 1, 1, 1},   {2, 2, 64, 64, 1, 28, 3, 1, 1, 1, 1, 0, 0}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const int64_t *q = cases[i];
+        nconv_problem p;
+        nconv_problem_init(&p, (int)q[0]);
+        p.batch = q[1], p.in_channels = q[2], p.out_channels = q[3], p.groups = q[4];
+        for (int d = 0; d < p.ndims; d++) {
+            p.in_size[d] = q[5] + (d == 1), p.kernel[d] = q[6], p.stride[d] = q[7];
+            p.pad_begin[d] = q[8], p.pad_end[d] = q[9], p.dilation[d] = q[10];
+        }
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "classes case %d: %s", i, nconv_last_error());
+        /* light runs: channels-last, the epilogue; relu on the large case would flip on rounding */
+        for (int layout = test_light(); layout < 2; layout++)
+            for (int epi = test_light() ? 3 : 0; epi < 4; epi += q[11] ? 3 : 2) {
+                operands r, a, b;
+                char text[1 << 15] = "";
+                run_epi_1_3(ref, ctx, &p, layout ? LAYOUT_NXC : LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
+                const int fwd = strstr(text, "core=fwd,algo=igemm,path=tap classes") != NULL;
+                const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=tap classes") != NULL;
+                CHECK(fwd == q[11] && bwd_d == q[12], "classes case %d layout %d: fwd %d and bwd_d %d by classes: %s",
+                      i, layout, fwd, bwd_d, text);
+                const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
+                             ew = rel_err(&a.dw, &r.dw, NCONV_F32);
+                CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
+                      "classes case %d layout %d epi %d: y err %g, dx err %g, dw err %g", i, layout, epi, ey, ex, ew);
+                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+                      "classes case %d layout %d epi %d: results differ between 1 and 3 threads", i, layout, epi);
+                operands_free(&r), operands_free(&a), operands_free(&b);
+            }
+    }
+    /* the first case with w[1][2][0][0] infinite: it multiplies the padding of the first row and column */
+    nconv_problem p;
+    nconv_problem_init(&p, 2);
+    p.batch = 6, p.in_channels = p.out_channels = 64;
+    for (int d = 0; d < 2; d++) p.in_size[d] = 5 + d, p.kernel[d] = 3, p.pad_begin[d] = p.pad_end[d] = 1;
+    for (int layout = test_light(); layout < 2; layout++) {
+        operands r, a, b;
+        char text[1 << 15] = "";
+        operands_make3(&r, &a, &b, &p, layout ? LAYOUT_NXC : LAYOUT_NCX, &rng);
+        const int64_t at = a.w.t.stride[0] + 2 * a.w.t.stride[1];
+        for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, NCONV_F32, at, INFINITY);
+        ref_1_3 call = {ref, ctx, &p, &r, &a, &b};
+        test_verbose_run(run_ref_1_3_call, &call, text, sizeof text);
+        CHECK(verbose_ran(text, "core=fwd,", "algo=igemm,path=tap classes") &&
+                  !verbose_ran(text, "core=bwd_d,", "algo=igemm,"),
+              "classes, infinite weight, layout %d: fwd by classes, bwd_d declined, in\n%s", layout, text);
+        const class_out outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};
+        check_classes("classes, infinite weight", outs, 2, NCONV_F32);
+        CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes),
+              "classes, infinite weight, layout %d: y differs between 1 and 3 threads", layout);
+        tensor py;
+        tensor_make(&py, a.y.rank, a.y.shape, NCONV_F32, layout ? LAYOUT_NXC : LAYOUT_NCX, &rng, 1);
+        nconv_plan_desc d;
+        nconv_plan_desc_init(&d, NCONV_OP_FORWARD);
+        nconv_plan *pl = NULL;
+        const nconv_variant_pack vp = {.x = &a.x.t, .y = &py.t};
+        nconv_context_set_threads(ctx, 1);
+        CHECK(nconv_plan_create(ctx, &p, &d, &pl) == NCONV_OK && nconv_plan_set_weights(pl, &a.w.t, NULL) == NCONV_OK &&
+                  nconv_plan_execute(pl, &vp) == NCONV_OK,
+              "classes plan: %s", nconv_last_error());
+        nconv_plan_destroy(pl);
+        CHECK(!memcmp(py.buf, a.y.buf, a.y.bytes),
+              "classes, infinite weight, layout %d: the plan's y is not the call's", layout);
+        free(py.buf);
+        operands_free(&r), operands_free(&a), operands_free(&b);
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* The depthwise algo on NCHW planes (forced, as the context has it) with non-finite operands, a 3 x
  * 3 layer: an infinite weight, NaN where the reference has it in fwd (the padding's products too),
  * and bwd_d declined; an infinite dy element in a corner (its taps on the padding: NaN) and one
@@ -1913,6 +1999,7 @@ int main(int argc, char **argv) {
         {"bf16_pairs", test_bf16_pairs},
         {"split", test_split},
         {"panel_major", test_panel_major},
+        {"tap_classes", test_tap_classes},
         {"planes", test_planes},
         {"bw_chunks", test_bw_chunks},
         {"depthwise_blocks", test_depthwise_blocks},

@@ -46,9 +46,28 @@ typedef struct geo {
     int pointwise;     /* 1x1, stride 1, no padding: row i of A and of C is pixel i (no tap arithmetic) */
     int dcols;         /* bwd_d with thin input channels: column GEMM + scatter-add (see bwd_d_cols) */
     int64_t col_rows;  /* dcols: output pixels per column block */
+    int64_t segs;      /* row GEMM: classes of pixels by the taps they read inside the source (see seg), 0: none */
+    int64_t seg_rows;  /* segs: rows of a job, each class's padded to whole tiles */
     int dot16;         /* row GEMM of bf16: bf16 A rows and weights packed in pairs of k, the kernel table's
                         * bf16_igemm_np (see nconv__igemm_set_dot16) */
 } geo;
+
+/* A class of the row GEMM's pixels (fwd: output pixels; bwd_d at stride 1: input pixels), with
+ * zero padding: those of a box of coordinates (in every image) whose taps inside the source are
+ * the same box of kernel taps. Its rows in the job are padded to whole tiles, so that every tile
+ * skips the taps that read padding only; those it reads are runs of consecutive taps of the
+ * packed weights. */
+enum { MAX_SEGS = 64, SEG_RUNS = 16 };
+typedef struct seg {
+    int64_t row0, rows;    /* its first row in the job (a multiple of MR), and its pixels */
+    int64_t lo[3], cnt[3]; /* pixel coordinates per dim */
+    int nrun;
+    int32_t t0[SEG_RUNS], nt[SEG_RUNS]; /* runs of taps: first tap, taps */
+} seg;
+/* The classes of direction dir on c into segs (at most MAX_SEGS) and the rows of a job, padded,
+ * into *rows; 0 where they do not apply: padding other than zeros, bwd_d at a stride other than
+ * 1, a pixel that reads no tap, too many classes or runs. */
+int64_t nconv__igemm_segments(const nconv_core *c, nconv_direction dir, seg *segs, int64_t *rows);
 
 /* Whether the row GEMM runs panel-major (weights of megabytes, few rows; see nconv__igemm_rows_run). */
 int nconv__igemm_panel_major(const nconv_core *c, const geo *g);
@@ -79,6 +98,8 @@ typedef struct job {
     int64_t start[3];     /* bwd_d: first input coordinate of the class per dim */
     int64_t cnt[3];       /* bwd_d: input coordinates of the class per dim */
     const float *w;       /* packed [panel][channel block][tap][channel][NR] */
+    float *wfin;          /* fwd (NULL: not kept): per column panel, 1 where every weight packed into it is
+                           * finite, else 0 */
     int64_t units;        /* row blocks x panel groups (see row_ctx) */
 } job;
 
@@ -154,9 +175,11 @@ typedef struct igemm_bufs {
 } igemm_bufs;
 nconv_status nconv__igemm_setup(const nconv_exec *e, const geo *g, const char *name, igemm_bufs *b);
 
-/* The row GEMM (igemm_rows.c): its jobs over the packed weights, the packing of all of them
- * (*finite per thread: every value packed was finite), and the run of fwd or bwd_d. */
-int64_t nconv__igemm_make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, job *jobs);
+/* The row GEMM (igemm_rows.c): its jobs over the packed weights (fwd, wfin: with the flags of
+ * job.wfin), the packing of all of them (*finite per thread: every value packed was finite), and
+ * the run of fwd or bwd_d. */
+int64_t nconv__igemm_make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, int wfin,
+                               job *jobs);
 void nconv__igemm_pack_jobs(const nconv_exec *e, const geo *g, const wsrc *w, const job *jobs, int64_t njobs,
                             int *finite);
 nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *g, const igemm_bufs *b);

@@ -29,6 +29,7 @@ typedef struct row_ctx {
     const float *zero;
     int flags;         /* NCONV_IGEMM_RELU, NCONV_IGEMM_STREAM: for the last reduction block's stores */
     int rows;          /* pointwise rows in one reduction block: igemm_rows(16) on each block (see row_block) */
+    const seg *segs;   /* the classes of pixels (g.segs of them): a job's rows in their order */
     float *planes;     /* NCHW f32 output written in place (dst unused), see nconv__igemm_rows_run */
     int64_t pimg, pch, S; /* its image and channel strides, pixels per image */
     job *jobs;
@@ -66,7 +67,7 @@ static void fwd_row_bases(const row_ctx *rc, const job *j, const pixel *px, int6
     }
 }
 
-/* A rows (a[t * MR + r]) and C row for fwd row i (pixel px) of job j, from its row starts rb. */
+/* A rows (a[t * MR + r]) and C row for fwd pixel px (index i) of job j, from its row starts rb. */
 static void fwd_row(const row_ctx *rc, const job *j, int64_t i, const pixel *px, const int64_t *rb, int64_t *a,
                     int64_t *crow) {
     const nconv_core *c = rc->c;
@@ -118,10 +119,105 @@ static void bwd_d_row(const row_ctx *rc, const job *j, int64_t i, const int64_t 
     *crow = rowdst + ip2 * c->C;
 }
 
+/* Dim a's runs of row coordinates (fwd: output, bwd_d at stride 1: input) whose taps inside the
+ * source are the same, [klo, khi]: their first coordinate and count. Returns how many, or -1 (a
+ * coordinate reads no tap; more than max). */
+static int dim_classes(const nconv_core *c, nconv_direction dir, int a, int max, int64_t *lo, int64_t *cnt,
+                       int64_t *klo, int64_t *khi) {
+    const int fwd = dir == NCONV_DIR_FWD;
+    int n = 0;
+    for (int64_t x = 0; x < (fwd ? c->out[a] : c->in[a]); x++) {
+        /* tap k reads the source where k * d is in [first, last] */
+        const int64_t first = fwd ? c->pb[a] - x * c->s[a] : x + c->pb[a] - (c->out[a] - 1);
+        const int64_t last = first + (fwd ? c->in[a] : c->out[a]) - 1;
+        const int64_t kl = first <= 0 ? 0 : nconv__div_up(first, c->d[a]);
+        const int64_t kh = last < 0 ? -1 : last / c->d[a] < c->k[a] - 1 ? last / c->d[a] : c->k[a] - 1;
+        if (kl > kh) return -1;
+        if (n > 0 && klo[n - 1] == kl && khi[n - 1] == kh) {
+            cnt[n - 1]++;
+            continue;
+        }
+        if (n == max) return -1;
+        lo[n] = x, cnt[n] = 1, klo[n] = kl, khi[n] = kh, n++;
+    }
+    return n;
+}
+
+int64_t nconv__igemm_segments(const nconv_core *c, nconv_direction dir, seg *segs, int64_t *rows) {
+    int64_t lo[3][MAX_SEGS], cnt[3][MAX_SEGS], klo[3][MAX_SEGS], khi[3][MAX_SEGS];
+    int nd[3];
+    if (c->mode != NCONV_PAD_ZEROS || (dir == NCONV_DIR_BWD_D && c->s[0] * c->s[1] * c->s[2] != 1)) return 0;
+    for (int a = 0; a < 3; a++)
+        if ((nd[a] = dim_classes(c, dir, a, MAX_SEGS, lo[a], cnt[a], klo[a], khi[a])) < 0) return 0;
+    if (nd[0] * nd[1] * nd[2] > MAX_SEGS) return 0;
+    int64_t n = 0, row = 0;
+    for (int i0 = 0; i0 < nd[0]; i0++)
+        for (int i1 = 0; i1 < nd[1]; i1++)
+            for (int i2 = 0; i2 < nd[2]; i2++) {
+                seg *s = &segs[n++];
+                const int ix[3] = {i0, i1, i2};
+                for (int a = 0; a < 3; a++) s->lo[a] = lo[a][ix[a]], s->cnt[a] = cnt[a][ix[a]];
+                s->row0 = row, s->rows = c->N * s->cnt[0] * s->cnt[1] * s->cnt[2];
+                row += nconv__div_up(s->rows, MR) * MR;
+                /* a run per (k0, k1), joined where one ends at the next's first tap */
+                s->nrun = 0;
+                const int64_t nt = khi[2][i2] - klo[2][i2] + 1;
+                for (int64_t k0 = klo[0][i0]; k0 <= khi[0][i0]; k0++)
+                    for (int64_t k1 = klo[1][i1]; k1 <= khi[1][i1]; k1++) {
+                        const int64_t t0 = (k0 * c->k[1] + k1) * c->k[2] + klo[2][i2];
+                        if (s->nrun > 0 && s->t0[s->nrun - 1] + s->nt[s->nrun - 1] == t0) {
+                            s->nt[s->nrun - 1] += (int32_t)nt;
+                            continue;
+                        }
+                        if (s->nrun == SEG_RUNS) return 0;
+                        s->t0[s->nrun] = (int32_t)t0, s->nt[s->nrun] = (int32_t)nt, s->nrun++;
+                    }
+            }
+    *rows = row;
+    return n;
+}
+
+/* The pixel (fwd: output, bwd_d: input) of row q of class s (q < s->rows). */
+static void seg_pixel(const seg *s, int64_t q, pixel *px) {
+    const int64_t per = s->cnt[0] * s->cnt[1] * s->cnt[2], p = q % per;
+    px->n = q / per;
+    px->o[2] = s->lo[2] + p % s->cnt[2];
+    px->o[1] = s->lo[1] + p / s->cnt[2] % s->cnt[1];
+    px->o[0] = s->lo[0] + p / (s->cnt[1] * s->cnt[2]);
+}
+
 /* The rows of a 1x1 tile into L1, ahead of its kernel call (see geo.prefetch_a). */
 static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
     for (int64_t r = 0; r < MR; r++)
         for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
+}
+
+/* Panels [q0, q1) of a tile of class sg in one reduction block: the class's runs of taps summed
+ * in turn, the rest of the taps skipped: they read only padding. That leaves out their products,
+ * which are 0 but where a weight is infinite or NaN: a panel with such a weight (in fwd, where the
+ * reference takes them) sums all its taps, on its own. */
+static void seg_tile(const row_ctx *rc, const job *j, const seg *sg, int64_t mr, int64_t q0, int64_t q1,
+                     int64_t nc_last, int64_t kcc, const float *const *at, int64_t a_off, const float *wq,
+                     float *const *cp, int first, int last) {
+    const geo *g = &rc->g;
+    const int64_t ws = j->ks * g->kc * NR;
+    int fin = 1;
+    for (int64_t q = q0; q < q1 && rc->dir == NCONV_DIR_FWD; q++) fin &= j->wfin[q] != 0.0f;
+    for (int64_t q = q0; q < q1; q++) {
+        /* panels from q on that skip: all of them at once; else panel q alone */
+        const int skip = fin || j->wfin[q] != 0.0f;
+        const int64_t q_end = fin ? q1 : q + 1, nc = q_end == q1 ? nc_last : NR;
+        float *cq[MR];
+        for (int64_t r = 0; r < MR; r++) cq[r] = cp[r] + (q - q0) * NR;
+        const float *init = first ? rc->init + (j->g * g->panels + q) * NR : NULL, *w = wq + (q - q0) * ws;
+        if (!skip)
+            rc->k->igemm_np(mr, 1, nc, kcc, j->ks, at, a_off, rc->zero, w, ws, cq, init, last ? rc->flags : 0);
+        for (int u = 0; skip && u < sg->nrun; u++)
+            rc->k->igemm_np(mr, q_end - q, nc, kcc, sg->nt[u], at + sg->t0[u] * MR, a_off, rc->zero,
+                            w + sg->t0[u] * kcc * NR, ws, cq, u == 0 ? init : NULL,
+                            last && u + 1 == sg->nrun ? rc->flags : 0);
+        q = q_end - 1;
+    }
 }
 
 /* A thread's scratch for row_block, in the layout nconv__igemm_sizes counts. */
@@ -221,7 +317,33 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         px.o[2] += run - 1; /* to the run's last pixel, then past it */
         pixel_next(c, &px);
     }
-    for (int64_t i = r0; i < r1 && !g->pointwise && !fold_rows; i++) {
+    /* Classes of pixels (g->segs): the class and rows of each tile, whose padding rows repeat its
+     * first row (read, never written). */
+    int64_t tile_seg[64], tile_mr[64]; /* geometry caps mc_tiles at 64 */
+    for (int64_t i = r0, si = 0, at_row = -1; i < r1 && g->segs; i++) {
+        const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
+        int64_t *at = ao + tile * j->ks * MR + r;
+        while (si + 1 < g->segs && i >= rc->segs[si + 1].row0) si++;
+        const seg *sg = &rc->segs[si];
+        const int64_t q = i - sg->row0;
+        if (r == 0) tile_seg[tile] = si, tile_mr[tile] = sg->rows - q < MR ? sg->rows - q : MR;
+        if (q >= sg->rows) {
+            for (int64_t t = 0; t < j->ks; t++) at[t * MR] = at[t * MR - r];
+            co[i - r0] = co[i - r0 - r];
+            continue;
+        }
+        seg_pixel(sg, q, &px);
+        const int64_t *sz = rc->dir == NCONV_DIR_FWD ? c->out : c->in;
+        const int64_t row = (px.n * sz[0] + px.o[0]) * sz[1] + px.o[1], pix = row * sz[2] + px.o[2];
+        if (rc->dir == NCONV_DIR_FWD) {
+            if (row != at_row) fwd_row_bases(rc, j, &px, rb), at_row = row;
+            fwd_row(rc, j, pix, &px, rb, at, &co[i - r0]);
+        } else { /* at stride 1 the job's row of input pixel pix is pix */
+            if (row != at_row) rowdst = bwd_d_row_bases(rc, j, pix, rb), at_row = row;
+            bwd_d_row(rc, j, pix, rb, rowdst, at, &co[i - r0]);
+        }
+    }
+    for (int64_t i = r0; i < r1 && !g->pointwise && !fold_rows && !g->segs; i++) {
         const int64_t tile = (i - r0) / MR, r = (i - r0) % MR;
         int64_t *at = ao + tile * j->ks * MR + r;
         if (rc->dir == NCONV_DIR_FWD) {
@@ -298,7 +420,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                 const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
                 for (int64_t tile = 0; tile < ntiles; tile++) {
-                    const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
+                    const int64_t left = r1 - (r0 + tile * MR), mr = g->segs ? tile_mr[tile] : left < MR ? left : MR;
                     if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
                     if (next16 && q0 == p0) {
                         const int64_t b0 = next_bytes * tile / ntiles, b1 = next_bytes * (tile + 1) / ntiles;
@@ -335,6 +457,11 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     }
                     float *cp[MR];
                     for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
+                    if (g->segs) {
+                        seg_tile(rc, j, &rc->segs[tile_seg[tile]], mr, q0, q1, nc_last, kcc, at, a_off, wq, cp,
+                                 first, last);
+                        continue;
+                    }
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, cp,
                                     first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
                 }
@@ -481,6 +608,17 @@ static int64_t class_tap(const nconv_core *c, const job *j, int64_t tr) {
     return (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
 }
 
+/* Whether the n floats at p are finite (none has an exponent of all ones). */
+static int all_finite(const float *p, int64_t n) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, p + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
 /* Packs column panel p of job j: [channel block][tap][k][NR].
  * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
  * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
@@ -511,7 +649,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                 if (nc < NR)
                     for (int64_t k = 0; k < kcc; k++) memset(dst + k * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
             }
-        return 1;
+        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
     }
     if (fwd && nconv__is_16bit(v->dt) && !g->wfold && v->stride[1] == 1) {
         /* The same for 16-bit weights, each column's run widened first (one element at a time
@@ -534,7 +672,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                     for (int64_t kk = 0; kk < kcc; kk++)
                         memset(dst + kk * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
             }
-        return 1;
+        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
     }
     int oihw16 = fwd && nconv__is_16bit(v->dt) && !g->wfold && j->ks > 1 && v->stride[1] == j->ks;
     for (int64_t t = 0; t < j->ks && oihw16; t++) oihw16 = w->toff[t] == t;
@@ -561,7 +699,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                     }
             }
         }
-        return 1;
+        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
     }
     if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
         /* Taps innermost (OIHW): per channel, the panel's 16 runs of taps are
@@ -578,7 +716,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                 }
             }
         }
-        return 1;
+        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
     }
     int finite = 1;
     /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
@@ -712,7 +850,11 @@ static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, c
     if (dir == NCONV_DIR_BWD_D && (w->v->dt == NCONV_F32 || nconv__is_16bit(w->v->dt)))
         finite = pack_bwd_d_rows(c, g, w, j, p0, p1);
     else
-        for (int64_t p = p0; p < p1; p++) finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+        for (int64_t p = p0; p < p1; p++) {
+            const int f = pack_panel(c, g, dir, w, j, p, (float *)j->w);
+            if (j->wfin) j->wfin[p] = (float)f;
+            finite &= f;
+        }
     for (int64_t p = p0; g->dot16 && p < p1; p++) pair_rows((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc);
     return finite;
 }
@@ -754,20 +896,22 @@ static int64_t make_bwd_d_jobs(const nconv_core *c, const geo *g, float *packed,
                     if ((k * c->d[a]) % c->s[a] == qq[a]) j->taps[a][j->ntap[a]++] = k;
             }
             j->ks = j->ntap[0] * j->ntap[1] * j->ntap[2];
-            j->rows = c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
+            j->rows = g->segs ? g->seg_rows : c->N * j->cnt[0] * j->cnt[1] * j->cnt[2];
             j->w = packed;
             packed += g->panels * j->ks * g->Og * NR;
         }
     return n;
 }
 
-int64_t nconv__igemm_make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, job *jobs) {
+int64_t nconv__igemm_make_jobs(const nconv_core *c, const geo *g, nconv_direction dir, float *packed, int wfin,
+                               job *jobs) {
     if (dir == NCONV_DIR_BWD_D) return make_bwd_d_jobs(c, g, packed, jobs);
     for (int64_t gi = 0; gi < c->G; gi++) {
         job *j = &jobs[gi];
         memset(j, 0, sizeof *j);
-        j->g = gi, j->rows = c->N * g->OS, j->ks = g->ks_rows;
+        j->g = gi, j->rows = g->segs ? g->seg_rows : c->N * g->OS, j->ks = g->ks_rows;
         j->w = packed + gi * g->panels * g->ks_rows * g->kc * NR;
+        j->wfin = wfin ? packed + c->G * g->panels * g->ks_rows * g->kc * NR + gi * g->panels : NULL;
     }
     return c->G;
 }
@@ -807,7 +951,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int dst16 = planes16 || (nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z));
     int fuse = 0;
     float *dst = dst16 ? NULL : nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
-    const int planes = !fuse && planar && out->dt == NCONV_F32 && g.kchunk == g.kc && !g.dot16;
+    const int planes = !fuse && planar && out->dt == NCONV_F32 && g.kchunk == g.kc && !g.dot16 && !g.segs;
     const int in_kernel = fuse || planes || dst16; /* bias and relu applied by the kernel */
     /* Per group, the bias of its columns padded to whole panels. */
     for (int64_t gi = 0; gi < c->G; gi++) {
@@ -821,7 +965,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     }
     job *jobs = nconv__arena_take(e->ws, s.jobs);
     if (!jobs) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
-    const int64_t njobs = nconv__igemm_make_jobs(c, &g, dir, packed, jobs);
+    const int64_t njobs = nconv__igemm_make_jobs(c, &g, dir, packed, g.segs != 0, jobs);
     /* Weights of megabytes with few rows (deep layers): packed all at once they would go out
      * to memory and every row block would read them back. Panel-major, a unit packs a range
      * of panels (or, prepacked, reads it) and runs every row over them while they are in L2. */
@@ -867,6 +1011,9 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
      * in place, 16-bit ones widened a block at a time and narrowed by the kernel (not on bf16
      * pairs; NCHW 16-bit outputs go through a transpose); rows of 256 channels and more take the
      * row pointers, whose next tile is fetched ahead (prefetch_a) */
+    seg segs[MAX_SEGS];
+    int64_t seg_rows;
+    if (g.segs) nconv__igemm_segments(c, dir, segs, &seg_rows);
     const int rows = g.pointwise && !g.dot16 && !planes16 && !planes && g.kchunk >= g.kc &&
                      !g.prefetch_a;
     row_ctx rc = {.c = c,
@@ -883,6 +1030,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
                   .zero = zero,
                   .flags = (in_kernel && epi && epi->relu ? NCONV_IGEMM_RELU : 0) | store_flag,
                   .rows = rows,
+                  .segs = segs,
                   .planes = planes ? (float *)out->data : NULL,
                   .pimg = out->stride[0],
                   .pch = out->stride[1],
@@ -906,6 +1054,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     nconv__parallel(e, row_task, &rc);
     if (g.dot16 && e->path) *e->path = "bf16 pairs";
     if (rows && e->path) *e->path = "pointwise rows";
+    if (g.segs && e->path) *e->path = "tap classes";
     /* found while packing: the next algorithm writes every output again (z may not alias it) */
     if (dir == NCONV_DIR_BWD_D && panel_major && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
