@@ -792,6 +792,12 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
         const int64_t nt = j->ks - t0 < TCHUNK ? j->ks - t0 : TCHUNK;
         int64_t toff[TCHUNK]; /* offsets of the class's taps t0 .. t0 + nt */
         for (int64_t t = 0; t < nt; t++) toff[t] = w->toff[class_tap(c, j, t0 + t)];
+        /* f32 weights whose taps lie one after another in each channel (OIHW at stride 1): a
+         * panel's [channel][tap] block per output channel moved by the transpose kernel in
+         * vectors, not gathered a tap at a time by 16 scalar loads (a tile costs about as much
+         * for one tap as for 16: short runs keep the gather) */
+        int rows_of_taps = v->dt == NCONV_F32 && cs > 1 && nt >= 4;
+        for (int64_t t = 0; t < nt && rows_of_taps; t++) rows_of_taps = toff[t] == toff[0] + t;
         for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
             const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
             for (int64_t kb = k0; kb < k0 + kcc; kb += KROWS) {
@@ -801,6 +807,15 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
                     float *const pp = packed + p * j->ks * g->kc * NR + k0 * j->ks * NR;
                     for (int64_t k = kb; k < ke; k++) {
                         const int64_t row = base + k * v->stride[0] + p * NR * cs; /* the panel's first channel */
+                        if (rows_of_taps) {
+                            const float *src = (const float *)v->data + row + toff[0];
+                            float *dst = pp + (t0 * kcc + k - k0) * NR;
+                            kern->transpose(nc, nt, src, cs, dst, kcc * NR);
+                            for (int64_t jj = 0; jj < nc; jj++) finite &= all_finite(src + jj * cs, nt);
+                            for (int64_t t = 0; t < nt && nc < NR; t++)
+                                memset(dst + t * kcc * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
+                            continue;
+                        }
                         if (oihw16) cv(nc * g->KS, (const uint16_t *)v->data + row, wide, 1);
                         for (int64_t t = 0; t < nt; t++) {
                             float *dst = pp + ((t0 + t) * kcc + k - k0) * NR;
