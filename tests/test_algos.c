@@ -1305,10 +1305,10 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
 /* igemm's row GEMM by classes of pixels (fwd, and bwd_d at stride 1, with zero padding on small
  * images): each tile skips the taps that read only padding. 1-3D, kernels 3, 5 and 7, strides 1
  * and 2, dilation, pads that differ at the two ends, groups, panel-major weights, both layouts,
- * with and without the epilogue, against the reference; the same bits on 1 and 3 threads;
- * NCONV_VERBOSE names the path where the heuristic takes it (checked both ways). An infinite
- * weight on a tap that reads the padding: NaN where the reference has it in fwd (that panel sums
- * every tap), the same bits through a plan's prepacked weights, and bwd_d declined. */
+ * with and without the epilogue, f32, f16 and bf16, against the reference; the same bits on 1
+ * and 3 threads; NCONV_VERBOSE names the path where the heuristic takes it (checked both ways).
+ * An infinite weight on a tap that reads the padding: NaN where the reference has it in fwd (that
+ * panel sums every tap), the same bits through a plan's prepacked weights, and bwd_d declined. */
 static void test_tap_classes(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
@@ -1333,24 +1333,34 @@ static void test_tap_classes(void) {
             p.pad_begin[d] = q[8], p.pad_end[d] = q[9], p.dilation[d] = q[10];
         }
         CHECK(nconv_problem_validate(&p) == NCONV_OK, "classes case %d: %s", i, nconv_last_error());
-        /* light runs: channels-last, the epilogue; relu on the large case would flip on rounding */
-        for (int layout = test_light() || q[13]; layout < 2; layout++)
-            for (int epi = test_light() ? 3 : 0; epi < (q[13] ? 1 : 4); epi += q[11] ? 3 : 2) {
-                operands r, a, b;
-                char text[1 << 15] = "";
-                run_epi_1_3(ref, ctx, &p, layout ? LAYOUT_NXC : LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
-                const int fwd = strstr(text, "core=fwd,algo=igemm,path=tap classes") != NULL;
-                const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=tap classes") != NULL;
-                CHECK(fwd == q[11] && bwd_d == q[12], "classes case %d layout %d: fwd %d and bwd_d %d by classes: %s",
-                      i, layout, fwd, bwd_d, text);
-                const double ey = rel_err(&a.y, &r.y, NCONV_F32), ex = rel_err(&a.dx, &r.dx, NCONV_F32),
-                             ew = rel_err(&a.dw, &r.dw, NCONV_F32);
-                CHECK(ey <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
-                      "classes case %d layout %d epi %d: y err %g, dx err %g, dw err %g", i, layout, epi, ey, ex, ew);
-                CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
-                      "classes case %d layout %d epi %d: results differ between 1 and 3 threads", i, layout, epi);
-                operands_free(&r), operands_free(&a), operands_free(&b);
-            }
+        /* light runs: channels-last, the epilogue; relu on the large case (and with 16-bit
+         * tolerances) would flip on rounding. f16 and bf16 (bf16 on pairs where the kernel table
+         * has them) on the small cases: 16-bit NCHW outputs, narrowed through transposes of
+         * runs of pixels, keep every tap. */
+        for (int di = 0; di < (q[13] || !q[11] || test_light() ? 1 : 3); di++)
+            for (int layout = test_light() || q[13]; layout < 2; layout++)
+                for (int epi = test_light() && !di ? 3 : 0; epi < (q[13] || di ? 1 : 4); epi += q[11] ? 3 : 2) {
+                    p.dtype = di == 0 ? NCONV_F32 : di == 1 ? NCONV_F16 : NCONV_BF16;
+                    operands r, a, b;
+                    char text[1 << 15] = "";
+                    run_epi_1_3(ref, ctx, &p, layout ? LAYOUT_NXC : LAYOUT_NCX, epi, &rng, &r, &a, &b, text,
+                                sizeof text);
+                    const int fwd = verbose_ran(text, "core=fwd,", "tap classes"),
+                              bwd_d = verbose_ran(text, "core=bwd_d,", "tap classes");
+                    const int want = di == 0 || layout;
+                    CHECK(fwd == (q[11] && want) && bwd_d == (q[12] && want),
+                          "classes case %d dtype %d layout %d: fwd %d and bwd_d %d by classes: %s", i, di, layout, fwd,
+                          bwd_d, text);
+                    const double tol = tolerance(p.dtype), ey = rel_err(&a.y, &r.y, p.dtype),
+                                 ex = rel_err(&a.dx, &r.dx, p.dtype), ew = rel_err(&a.dw, &r.dw, p.dtype);
+                    CHECK(ey <= tol && ex <= tol && ew <= tol,
+                          "classes case %d dtype %d layout %d epi %d: y err %g, dx err %g, dw err %g", i, di, layout,
+                          epi, ey, ex, ew);
+                    CHECK(!memcmp(a.y.buf, b.y.buf, a.y.bytes) && !memcmp(a.dx.buf, b.dx.buf, a.dx.bytes),
+                          "classes case %d dtype %d layout %d epi %d: results differ between 1 and 3 threads", i, di,
+                          layout, epi);
+                    operands_free(&r), operands_free(&a), operands_free(&b);
+                }
     }
     /* the first case with w[1][2][0][0] infinite: it multiplies the padding of the first row and column */
     nconv_problem p;
@@ -1365,7 +1375,7 @@ static void test_tap_classes(void) {
         for (int k = 0; k < 3; k++) nconv__store1((k == 0 ? &r : k == 1 ? &a : &b)->w.buf, NCONV_F32, at, INFINITY);
         ref_1_3 call = {ref, ctx, &p, &r, &a, &b};
         test_verbose_run(run_ref_1_3_call, &call, text, sizeof text);
-        CHECK(verbose_ran(text, "core=fwd,", "algo=igemm,path=tap classes") &&
+        CHECK(verbose_ran(text, "core=fwd,", "path=tap classes") &&
                   !verbose_ran(text, "core=bwd_d,", "algo=igemm,"),
               "classes, infinite weight, layout %d: fwd by classes, bwd_d declined, in\n%s", layout, text);
         const class_out outs[] = {{"y", &a.y, &r.y}, {"dx", &a.dx, &r.dx}};

@@ -192,13 +192,14 @@ static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
         for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
 }
 
-/* Panels [q0, q1) of a tile of class sg in one reduction block: the class's runs of taps summed
- * in turn, the rest of the taps skipped: they read only padding. That leaves out their products,
- * which are 0 but where a weight is infinite or NaN: a panel with such a weight (in fwd, where the
- * reference takes them) sums all its taps, on its own. */
+/* Panels [q0, q1) of a tile of class sg in one reduction block into the f32 rows cp: the class's
+ * runs of taps summed in turn, the rest of the taps skipped: they read only padding. That leaves
+ * out their products, which are 0 but where a weight is infinite or NaN: a panel with such a
+ * weight (in fwd, where the reference takes them) sums all its taps, on its own. On bf16 pairs
+ * (at16 and wq16 not NULL) through bf16_igemm_np, else igemm_np. */
 static void seg_tile(const row_ctx *rc, const job *j, const seg *sg, int64_t mr, int64_t q0, int64_t q1,
-                     int64_t nc_last, int64_t kcc, const float *const *at, int64_t a_off, const float *wq,
-                     float *const *cp, int first, int last) {
+                     int64_t nc_last, int64_t kcc, const float *const *at, const uint16_t *const *at16, int64_t a_off,
+                     const float *wq, const uint16_t *wq16, float *const *cp, int first, int last) {
     const geo *g = &rc->g;
     const int64_t ws = j->ks * g->kc * NR;
     int fin = 1;
@@ -206,16 +207,22 @@ static void seg_tile(const row_ctx *rc, const job *j, const seg *sg, int64_t mr,
     for (int64_t q = q0; q < q1; q++) {
         /* panels from q on that skip: all of them at once; else panel q alone */
         const int skip = fin || j->wfin[q] != 0.0f;
-        const int64_t q_end = fin ? q1 : q + 1, nc = q_end == q1 ? nc_last : NR;
+        const int64_t q_end = fin ? q1 : q + 1, np = q_end - q, nc = q_end == q1 ? nc_last : NR;
         float *cq[MR];
         for (int64_t r = 0; r < MR; r++) cq[r] = cp[r] + (q - q0) * NR;
-        const float *init = first ? rc->init + (j->g * g->panels + q) * NR : NULL, *w = wq + (q - q0) * ws;
-        if (!skip)
-            rc->k->igemm_np(mr, 1, nc, kcc, j->ks, at, a_off, rc->zero, w, ws, cq, init, last ? rc->flags : 0);
-        for (int u = 0; skip && u < sg->nrun; u++)
-            rc->k->igemm_np(mr, q_end - q, nc, kcc, sg->nt[u], at + sg->t0[u] * MR, a_off, rc->zero,
-                            w + sg->t0[u] * kcc * NR, ws, cq, u == 0 ? init : NULL,
-                            last && u + 1 == sg->nrun ? rc->flags : 0);
+        const float *init = first ? rc->init + (j->g * g->panels + q) * NR : NULL;
+        const int nrun = skip ? sg->nrun : 1;
+        for (int u = 0; u < nrun; u++) {
+            const int64_t t0 = skip ? sg->t0[u] : 0, nt = skip ? sg->nt[u] : j->ks;
+            const int flags = last && u + 1 == nrun ? rc->flags : 0;
+            if (wq16)
+                rc->k->bf16_igemm_np(mr, np, nc, kcc, nt, at16 + t0 * MR, a_off, (const uint16_t *)rc->zero,
+                                     wq16 + (q - q0) * 2 * ws + t0 * kcc * NR, 2 * ws, cq, NULL,
+                                     u == 0 ? init : NULL, flags);
+            else
+                rc->k->igemm_np(mr, np, nc, kcc, nt, at + t0 * MR, a_off, rc->zero, wq + (q - q0) * ws + t0 * kcc * NR,
+                                ws, cq, u == 0 ? init : NULL, flags);
+        }
         q = q_end - 1;
     }
 }
@@ -377,7 +384,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
     const int64_t c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols; /* the unit's last column */
     /* 16-bit channels-last outputs: narrowed by the kernel as it stores them when the reduction
      * is one block, else summed in cbuf and narrowed after the block. */
-    const int direct16 = rc->dst16 && !rc->planes16 && g->kchunk >= g->kc;
+    const int direct16 = rc->dst16 && !rc->planes16 && g->kchunk >= g->kc && !g->segs; /* segs: a call per run */
     /* Reduction blocks outermost: their A rows stay in cache over the panels. */
     for (int64_t k0 = 0; k0 < g->kc; k0 += g->kchunk) {
         const int64_t kcc = g->kc - k0 < g->kchunk ? g->kc - k0 : g->kchunk;
@@ -440,7 +447,10 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                             if (direct16) cp16[r] = rc->dst16 + co[rr] + q0 * NR;
                             else cp[r] = crow[rr] + q0 * NR;
                         }
-                        if (direct16)
+                        if (g->segs)
+                            seg_tile(rc, j, &rc->segs[tile_seg[tile]], mr, q0, q1, nc_last, kcc, NULL, at16, a_off,
+                                     NULL, wq16, cp, first, last);
+                        else if (direct16)
                             rc->k->bf16_igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at16, a_off, zero16, wq16, ws16,
                                                  NULL, cp16, init, rc->flags);
                         else
@@ -458,8 +468,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                     float *cp[MR];
                     for (int64_t r = 0; r < MR; r++) cp[r] = crow[tile * MR + (r < mr ? r : 0)] + q0 * NR;
                     if (g->segs) {
-                        seg_tile(rc, j, &rc->segs[tile_seg[tile]], mr, q0, q1, nc_last, kcc, at, a_off, wq, cp,
-                                 first, last);
+                        seg_tile(rc, j, &rc->segs[tile_seg[tile]], mr, q0, q1, nc_last, kcc, at, NULL, a_off, wq,
+                                 NULL, cp, first, last);
                         continue;
                     }
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, cp,
@@ -516,11 +526,12 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         /* Rows ldb apart in the output, each at least one row after the last: with the first
          * and last (n - 1) * ldb apart, all of them one after another, narrowed by one call. */
         const int64_t row_step = rc->dir == NCONV_DIR_FWD ? rc->c->O : rc->c->C;
-        if (c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
+        if (!g->segs && c1 - c0 == ldb && row_step == ldb && co[n - 1] - co[0] == (n - 1) * ldb)
             rc->cv(n * ldb, sc->cbuf, rc->dst16 + co[0], 0);
-        else
+        else /* classes' rows: in no order, and those padding a class to whole tiles hold nothing */
             for (int64_t i = r0; i < r1; i++)
-                rc->cv(c1 - c0, sc->cbuf + (i - r0) * ldb + c0, rc->dst16 + co[i - r0] + c0, 0);
+                if (!g->segs || (i - r0) % MR < tile_mr[(i - r0) / MR])
+                    rc->cv(c1 - c0, sc->cbuf + (i - r0) * ldb + c0, rc->dst16 + co[i - r0] + c0, 0);
     }
 }
 
@@ -963,6 +974,7 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     const int planar = !(epi && epi->z) && (dir == NCONV_DIR_FWD || (c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1)) &&
                        nconv__view_is_planar(out) && !nconv__view_is_nxc(out);
     const int planes16 = planar && nconv__is_16bit(out->dt);
+    if (planes16) g.segs = 0; /* its transposes take a block's rows as runs of pixels */
     const int dst16 = planes16 || (nconv__is_16bit(out->dt) && nconv__view_is_nxc(out) && !(epi && epi->z));
     int fuse = 0;
     float *dst = dst16 ? NULL : nconv__nxc_output(out, epi, dir == NCONV_DIR_FWD ? yb : xb, &fuse);
@@ -1067,9 +1079,9 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
         shares[t].end = u0 = first_unit(&rc, t + 1, width);
     }
     nconv__parallel(e, row_task, &rc);
-    if (g.dot16 && e->path) *e->path = "bf16 pairs";
+    if (g.dot16 && e->path) *e->path = g.segs ? "bf16 pairs, tap classes" : "bf16 pairs";
     if (rows && e->path) *e->path = "pointwise rows";
-    if (g.segs && e->path) *e->path = "tap classes";
+    if (g.segs && !g.dot16 && e->path) *e->path = "tap classes";
     /* found while packing: the next algorithm writes every output again (z may not alias it) */
     if (dir == NCONV_DIR_BWD_D && panel_major && !nconv__igemm_all_set(finite)) return (nconv_status)NCONV__DECLINE_W;
     if (!in_kernel) nconv__scatter_nxc_f32(e, out, dst, epi);
