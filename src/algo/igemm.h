@@ -57,7 +57,7 @@ typedef struct geo {
  * the same box of kernel taps. Its rows in the job are padded to whole tiles, so that every tile
  * skips the taps that read padding only; those it reads are runs of consecutive taps of the
  * packed weights. */
-enum { MAX_SEGS = 64, SEG_RUNS = 16 };
+enum { MAX_SEGS = 32, SEG_RUNS = 16 }; /* on the stack of the geometry and of the run: 6.4 KiB */
 typedef struct seg {
     int64_t row0, rows;    /* its first row in the job (a multiple of MR), and its pixels */
     int64_t lo[3], cnt[3]; /* pixel coordinates per dim */
