@@ -1304,30 +1304,31 @@ static int verbose_ran(const char *text, const char *core, const char *algo) {
 
 /* igemm's row GEMM by classes of pixels (fwd, and bwd_d at stride 1, with zero padding on small
  * images): each tile skips the taps that read only padding. 1-3D, kernels 3, 5 and 7, strides 1
- * and 2, dilation, pads that differ at the two ends, groups, panel-major weights, both layouts,
- * with and without the epilogue, f32, f16 and bf16, against the reference; the same bits on 1
- * and 3 threads; NCONV_VERBOSE names the path where the heuristic takes it (checked both ways).
- * An infinite weight on a tap that reads the padding: NaN where the reference has it in fwd (that
- * panel sums every tap), the same bits through a plan's prepacked weights, and bwd_d declined. */
+ * and 2, dilation, pads that differ at the two ends, groups, panel-major weights, transposed,
+ * both layouts, with and without the epilogue, f32, f16 and bf16, against the reference; the
+ * same bits on 1 and 3 threads; NCONV_VERBOSE names the path where the heuristic takes it
+ * (checked both ways). An infinite weight on a tap that reads the padding: NaN where the
+ * reference has it in fwd (that panel sums every tap), the same bits through a plan's prepacked
+ * weights, and bwd_d declined. */
 static void test_tap_classes(void) {
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 61;
-    /* ndims, N, C, O, G, size, kernel, stride, pad begin, pad end, dilation, fwd and bwd_d by
+    /* ndims, N, C, O, G, size, kernel, stride, pad begin, pad end, dilation, core fwd and bwd_d by
      * classes, one run only (channels-last, no epilogue: weights of 2.25 MiB, panel-major; ASan
-     * checks it, not the light runs) */
-    const int64_t cases[][14] = {
-        {2, 6, 64, 64, 1, 5, 3, 1, 1, 1, 1, 1, 1, 0},  {3, 3, 48, 64, 1, 4, 3, 1, 1, 1, 1, 1, 1, 0},
-        {2, 4, 256, 32, 1, 14, 3, 2, 1, 1, 1, 1, 0, 0}, {2, 6, 96, 72, 1, 8, 3, 1, 2, 2, 2, 1, 1, 0},
-        {1, 12, 64, 64, 1, 9, 7, 1, 3, 3, 1, 1, 1, 0},  {2, 6, 128, 128, 2, 5, 3, 1, 2, 0, 1, 1, 1, 0},
-        {2, 4, 64, 64, 1, 6, 5, 1, 2, 2, 1, 1, 1, 0},   {2, 2, 64, 64, 1, 28, 3, 1, 1, 1, 1, 0, 0, 0},
-        {2, 6, 256, 256, 1, 5, 3, 1, 1, 1, 1, 1, 1, 1}};
+     * checks it, not the light runs), transposed (its forward is the core bwd_d) */
+    const int64_t cases[][15] = {
+        {2, 6, 64, 64, 1, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0},  {3, 3, 48, 64, 1, 4, 3, 1, 1, 1, 1, 1, 1, 0, 0},
+        {2, 4, 256, 32, 1, 14, 3, 2, 1, 1, 1, 1, 0, 0, 0}, {2, 6, 96, 72, 1, 8, 3, 1, 2, 2, 2, 1, 1, 0, 0},
+        {1, 12, 64, 64, 1, 9, 7, 1, 3, 3, 1, 1, 1, 0, 0},  {2, 6, 128, 128, 2, 5, 3, 1, 2, 0, 1, 1, 1, 0, 0},
+        {2, 4, 64, 64, 1, 6, 5, 1, 2, 2, 1, 1, 1, 0, 0},   {2, 2, 64, 64, 1, 28, 3, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 6, 256, 256, 1, 5, 3, 1, 1, 1, 1, 1, 1, 1, 0}, {2, 6, 80, 64, 1, 5, 3, 1, 1, 1, 1, 1, 1, 0, 1}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const int64_t *q = cases[i];
         if (q[13] && test_light()) continue;
         nconv_problem p;
         nconv_problem_init(&p, (int)q[0]);
-        p.batch = q[1], p.in_channels = q[2], p.out_channels = q[3], p.groups = q[4];
+        p.batch = q[1], p.in_channels = q[2], p.out_channels = q[3], p.groups = q[4], p.transposed = (int)q[14];
         for (int d = 0; d < p.ndims; d++) {
             p.in_size[d] = q[5] + (d == 1), p.kernel[d] = q[6], p.stride[d] = q[7];
             p.pad_begin[d] = q[8], p.pad_end[d] = q[9], p.dilation[d] = q[10];
