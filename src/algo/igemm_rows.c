@@ -636,7 +636,8 @@ static int all_finite(const float *p, int64_t n) {
  * class; k runs over the output channels. Weights of deep layers are
  * megabytes, as much work to pack as the GEMM of a 7x7 image does with
  * them: each (tap, k) row is a strided run of at most NR loads, with every
- * index computed outside it. Returns whether every value packed is finite. */
+ * index computed outside it. Returns whether every value packed is finite (where it reads them
+ * one at a time; the other fwd paths return 1: pack_panels checks the panel itself). */
 static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, const wsrc *w, const job *j, int64_t p,
                       float *packed) {
     packed += p * j->ks * g->kc * NR;
@@ -660,7 +661,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                 if (nc < NR)
                     for (int64_t k = 0; k < kcc; k++) memset(dst + k * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
             }
-        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
+        return 1;
     }
     if (fwd && nconv__is_16bit(v->dt) && !g->wfold && v->stride[1] == 1) {
         /* The same for 16-bit weights, each column's run widened first (one element at a time
@@ -683,7 +684,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                     for (int64_t kk = 0; kk < kcc; kk++)
                         memset(dst + kk * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
             }
-        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
+        return 1;
     }
     int oihw16 = fwd && nconv__is_16bit(v->dt) && !g->wfold && j->ks > 1 && v->stride[1] == j->ks;
     for (int64_t t = 0; t < j->ks && oihw16; t++) oihw16 = w->toff[t] == t;
@@ -710,7 +711,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                     }
             }
         }
-        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
+        return 1;
     }
     if (fwd && wf && !g->wfold && c->k[2] > 1 && v->stride[1] > v->stride[4]) {
         /* Taps innermost (OIHW): per channel, the panel's 16 runs of taps are
@@ -727,7 +728,7 @@ static int pack_panel(const nconv_core *c, const geo *g, nconv_direction dir, co
                 }
             }
         }
-        return !j->wfin || all_finite(packed, j->ks * g->kc * NR);
+        return 1;
     }
     int finite = 1;
     /* tap rows: fwd, the taps (or (kd, kh) when W-folded); bwd_d, the class's taps */
@@ -877,9 +878,9 @@ static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, c
         finite = pack_bwd_d_rows(c, g, w, j, p0, p1);
     else
         for (int64_t p = p0; p < p1; p++) {
-            const int f = pack_panel(c, g, dir, w, j, p, (float *)j->w);
-            if (j->wfin) j->wfin[p] = (float)f;
-            finite &= f;
+            finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
+            /* fwd: its flag from the packed panel, in f32 still (before bf16 pairs) */
+            if (j->wfin) j->wfin[p] = (float)all_finite((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc * NR);
         }
     for (int64_t p = p0; g->dot16 && p < p1; p++) pair_rows((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc);
     return finite;
