@@ -402,6 +402,8 @@ int nconv__igemm_applies(const nconv_core *c, nconv_direction dir, const char **
  * product: with a non-finite weight they decline (NCONV__DECLINE_W), and the
  * call goes on to gemm, whose column scatter drops those products. */
 int nconv__view_all_finite(const nconv_view *v);
+/* Whether the n floats at p are finite. */
+int nconv__f32_all_finite(const float *p, int64_t n);
 
 /* Preference order, reference last. */
 int nconv__algo_count(void);

@@ -619,17 +619,6 @@ static int64_t class_tap(const nconv_core *c, const job *j, int64_t tr) {
     return (j->taps[0][a0] * c->k[1] + j->taps[1][a1]) * c->k[2] + j->taps[2][a2];
 }
 
-/* Whether the n floats at p are finite (none has an exponent of all ones). */
-static int all_finite(const float *p, int64_t n) {
-    uint32_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, p + i, sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return !bad;
-}
-
 /* Packs column panel p of job j: [channel block][tap][k][NR].
  * fwd: columns o = p * NR + jj; k runs over the channels, or over (kw, c)
  * when W-folded. bwd_d: columns c = p * NR + jj; taps are the job's residue
@@ -823,7 +812,7 @@ static int pack_bwd_d_rows(const nconv_core *c, const geo *g, const wsrc *w, con
                             const float *src = (const float *)v->data + row + toff[0];
                             float *dst = pp + (t0 * kcc + k - k0) * NR;
                             kern->transpose(nc, nt, src, cs, dst, kcc * NR);
-                            for (int64_t jj = 0; jj < nc; jj++) finite &= all_finite(src + jj * cs, nt);
+                            for (int64_t jj = 0; jj < nc; jj++) finite &= nconv__f32_all_finite(src + jj * cs, nt);
                             for (int64_t t = 0; t < nt && nc < NR; t++)
                                 memset(dst + t * kcc * NR + nc, 0, sizeof(float) * (size_t)(NR - nc));
                             continue;
@@ -880,7 +869,8 @@ static int pack_panels(const nconv_core *c, const geo *g, nconv_direction dir, c
         for (int64_t p = p0; p < p1; p++) {
             finite &= pack_panel(c, g, dir, w, j, p, (float *)j->w);
             /* fwd: its flag from the packed panel, in f32 still (before bf16 pairs) */
-            if (j->wfin) j->wfin[p] = (float)all_finite((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc * NR);
+            const int64_t n = j->ks * g->kc * NR;
+            if (j->wfin) j->wfin[p] = (float)nconv__f32_all_finite(j->w + p * n, n);
         }
     for (int64_t p = p0; g->dot16 && p < p1; p++) pair_rows((float *)j->w + p * j->ks * g->kc * NR, j->ks * g->kc);
     return finite;
