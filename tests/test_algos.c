@@ -1154,6 +1154,47 @@ static void check_1_3(const char *what, int i, int layout, const nconv_problem *
     }
 }
 
+/* igemm_planes' 1x1 backward-weights by dot products of pixel rows (NCHW f32 with few channels on
+ * one side and planes of 512 pixels or more): planes split into blocks (one image's pixels, with a
+ * tail) or whole, row tiles and column tiles short of 6 and 4, threads over row or column tiles,
+ * groups, 1D / 2D / 3D, with and without db (its column in the first column tile), against the
+ * reference, the same bits on 1 and 3 threads; NCONV_VERBOSE names the path where the heuristic
+ * takes it (checked both ways: small planes, wide channels, channels-last, f16). */
+static void test_dot_products(void) {
+    nconv_context *ref, *ctx;
+    contexts("ref", NULL, &ref, &ctx);
+    uint64_t rng = 67;
+    /* ndims, N, C, O, G, size (W one more), f16, taken */
+    const int64_t cases[][8] = {{2, 3, 16, 96, 1, 24, 0, 1}, {2, 2, 40, 13, 1, 33, 0, 1}, {2, 3, 48, 14, 2, 23, 0, 1},
+                                {2, 2, 64, 64, 1, 31, 0, 1}, {1, 2, 5, 3, 1, 700, 0, 1},  {3, 2, 8, 12, 1, 8, 0, 1},
+                                {2, 4, 16, 96, 1, 14, 0, 0}, {2, 1, 80, 56, 1, 24, 0, 0}, {2, 2, 16, 24, 1, 24, 1, 0}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const int64_t *q = cases[i];
+        nconv_problem p;
+        nconv_problem_init(&p, (int)q[0]);
+        p.batch = q[1], p.in_channels = q[2], p.out_channels = q[3], p.groups = q[4];
+        p.dtype = q[6] ? NCONV_F16 : NCONV_F32;
+        for (int d = 0; d < p.ndims; d++) p.in_size[d] = q[5] + (d == p.ndims - 1);
+        CHECK(nconv_problem_validate(&p) == NCONV_OK, "dot case %d: %s", i, nconv_last_error());
+        for (int layout = 0; layout < (test_light() ? 1 : 2); layout++)
+            for (int bias = 0; bias < 2; bias++) {
+                operands r, a, b;
+                char text[1 << 15] = "";
+                operands_make3(&r, &a, &b, &p, layout ? LAYOUT_NXC : LAYOUT_NCX, &rng);
+                r.has_b = a.has_b = b.has_b = bias;
+                r.epi = a.epi = b.epi = (nconv_epilogue){NCONV_ACT_IDENTITY, 1.0};
+                ref_1_3 call = {ref, ctx, &p, &r, &a, &b};
+                test_verbose_run(run_ref_1_3_call, &call, text, sizeof text);
+                const int ran = verbose_ran(text, "core=bwd_w,", "path=dot products");
+                CHECK(ran == (q[7] && !layout), "dot case %d layout %d: by dot products %d, in\n%s", i, layout, ran, text);
+                check_1_3("dot", i, layout, &p, &r, &a, &b, bias);
+                operands_free(&r), operands_free(&a), operands_free(&b);
+            }
+    }
+    nconv_context_destroy(ref);
+    nconv_context_destroy(ctx);
+}
+
 /* igemm_planes' outputs over 32 MiB (the whole call's, which runs in pieces) are written with
  * streamed stores by 16-lane kernels: a 1x1 forward of 2 to 128 channels (NCONV_VERBOSE names the
  * path on its forward, not on its small dx) and a backward-data of 128 to 2 (the reverse); every direction
@@ -1851,7 +1892,8 @@ static void test_split(void) {
         {1, 2, 4, 24, 1, 600, 5, 2, 0, 1, 0, 0, "igemm"},   {3, 1, 4, 8, 1, 12, 3, 1, 1, 1, 0, 0, NULL},
         {2, 3, 32, 32, 4, 24, 3, 1, 1, 1, 0, 0, "grouped"}, {2, 2, 16, 16, 16, 30, 3, 1, 1, 1, 0, 0, "depthwise"},
         {2, 3, 8, 6, 1, 15, 4, 2, 1, 1, 1, 0, NULL},        {2, 1, 8, 6, 1, 30, 3, 1, 1, 1, 1, 0, "igemm"},
-        {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL},        {2, 2, 3, 16, 1, 30, 3, 2, 1, 1, 0, 0, NULL}};
+        {2, 4, 6, 6, 1, 24, 3, 1, 1, 1, 0, 2, NULL},        {2, 2, 3, 16, 1, 30, 3, 2, 1, 1, 0, 0, NULL},
+        {2, 4, 16, 24, 1, 30, 1, 1, 0, 1, 0, 0, NULL}};
     int split[2] = {0, 0}, split16 = 0;
     /* f16 and bf16 (pieces in forward and backward-data; dw whole) on a case of each kind */
     const size_t ncases = sizeof cases / sizeof cases[0], cases16[] = {0, 1, 2, 6, 9, 10, 12};
@@ -2038,6 +2080,7 @@ int main(int argc, char **argv) {
         {"planes16_out", test_planes16_out},
         {"planes_stream", test_planes_stream},
         {"stem", test_stem},
+        {"dot_products", test_dot_products},
     };
     const int n = (int)(sizeof tests / sizeof tests[0]);
     int part = 0, parts = 1;

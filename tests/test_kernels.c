@@ -16,6 +16,7 @@
  * - the transposes (layout changes) of every ISA (sweep_transpose), the f16 / bf16 ones against
  *   the scalar conversions (sweep_transpose16);
  * - the small-group kernels of every ISA (sweep_gbw_kernels, sweep_gfwd_kernels);
+ * - the dot-product kernel of 1x1 backward-weights (sweep_dot);
  * - the few-input-channel kernels of every ISA, forward and backward-weights (sweep_stem_kernels);
  * - the Winograd transforms of every ISA (sweep_wino), AVX-512's bit for bit as AVX2's, and their
  *   16-bit input variants bit for bit as the f32 transforms on widened values (sweep_wino16);
@@ -1132,6 +1133,51 @@ static void sweep_gemm_np(const nconv_kernels *k, uint64_t *rng) {
     free(a), free(al), free(b), free(c1), free(c2), free(c3);
 }
 
+/* The dot-product kernel: every tile of up to 6 x 4 (up to 6 x 3 with db), runs of 1 .. 70 pixels
+ * (whole vectors and tails), 1-3 images with strides between rows and images; each partial's
+ * lanes sum to the dot product added to their start, and partials outside the tile stay
+ * untouched (every lane). */
+static void sweep_dot(const nconv_kernels *k, uint64_t *rng) {
+    enum { MR = NCONV_DOT_MR, NC = NCONV_DOT_NC, VL = NCONV_DOT_LANES };
+    const int64_t lens[] = {1, 7, 16, 17, 40, 70};
+    for (int64_t no = 1; no <= MR; no++)
+        for (int64_t nc = 1; nc <= NC; nc++)
+            for (int with_db = 0; with_db < 2 - (nc == NC); with_db++)
+                for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                    const int64_t len = lens[li], nimg = 1 + (int64_t)(li % 3), dyc = len + 3, xc = len + 5;
+                    const int64_t dyn = MR * dyc + 2, xn = NC * xc + 1;
+                    float *dy = malloc(sizeof(float) * (size_t)(nimg * dyn)), *x = malloc(sizeof(float) * (size_t)(nimg * xn));
+                    float part[MR * NC * VL], db[MR * VL], part0[MR * NC * VL], db0[MR * VL];
+                    for (int64_t i = 0; i < nimg * dyn; i++) dy[i] = (float)test_uniform(rng);
+                    for (int64_t i = 0; i < nimg * xn; i++) x[i] = (float)test_uniform(rng);
+                    for (int i = 0; i < MR * NC * VL; i++) part[i] = part0[i] = 0.125f * (float)(i % 9);
+                    for (int i = 0; i < MR * VL; i++) db[i] = db0[i] = 0.25f * (float)(i % 5);
+                    k->dot(nimg, len, dy, dyc, dyn, no, x, xc, xn, nc, part, with_db ? db : NULL);
+                    double worst = 0;
+                    int untouched = 1;
+                    for (int64_t o = 0; o < MR; o++) {
+                        for (int64_t c = 0; c <= NC; c++) { /* c == NC: db */
+                            const float *got = c < NC ? part + (o * NC + c) * VL : db + o * VL;
+                            const float *start = c < NC ? part0 + (o * NC + c) * VL : db0 + o * VL;
+                            if (o >= no || (c < NC ? c >= nc : !with_db)) {
+                                untouched = untouched && !memcmp(got, start, sizeof(float) * VL);
+                                continue;
+                            }
+                            double want = 0, sum = 0;
+                            for (int l = 0; l < VL; l++) want += start[l], sum += got[l];
+                            for (int64_t j = 0; j < nimg; j++)
+                                for (int64_t i = 0; i < len; i++)
+                                    want += (double)dy[j * dyn + o * dyc + i] * (c < NC ? x[j * xn + c * xc + i] : 1.0);
+                            const double e = fabs(sum - want) / (1 + fabs(want));
+                            if (!(e <= worst)) worst = e;
+                        }
+                    }
+                    CHECK(worst <= 1e-5 && untouched, "%s dot no %lld nc %lld db %d len %lld nimg %lld: err %g, untouched %d",
+                          k->name, (long long)no, (long long)nc, with_db, (long long)len, (long long)nimg, worst, untouched);
+                    free(dy), free(x);
+                }
+}
+
 /* chsum: every lane the same bits as adding its rows in order (the layouts'
  * bias gradients agree bitwise through it), rows and channels off the blocks;
  * rows 4 KiB apart are summed in blocks of 32 rows (100 rows: 32, 32, 32, 4). */
@@ -1722,6 +1768,7 @@ int main(void) {
         sweep_gfwd_kernels(k, &krng);
         sweep_stem_kernels(k, &krng);
         sweep_chsum(k, &krng);
+        sweep_dot(k, &krng);
         sweep_transpose(k, &krng);
         sweep_transpose16(k, &krng);
         sweep_igemm_np(k, &krng);

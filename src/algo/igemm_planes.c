@@ -141,6 +141,8 @@ static size_t scratch_bytes(const nconv_core *c, nconv_direction dir) {
 
 static int64_t bw_block(const nconv_core *c);
 static int64_t bw_chunks(const nconv_core *c);
+static int dot_suits(const nconv_core *c);
+static size_t dot_part_bytes(const nconv_core *c);
 
 static int planes_shape(const nconv_core *c, nconv_direction dir) {
     /* f16 and bf16 are widened as the operands are packed and narrowed as outputs are stored */
@@ -166,6 +168,8 @@ static size_t bw_scratch_bytes(const nconv_core *c);
 
 static size_t planes_workspace(const nconv_core *c, nconv_direction dir, int threads, unsigned copies) {
     (void)copies; /* the operands are read and written in place */
+    if (dir == NCONV_DIR_BWD_W && dot_suits(c))
+        return nconv__ws_round(sizeof(float) * (size_t)(c->O * (c->C / c->G))) + nconv__ws_round(dot_part_bytes(c));
     if (dir == NCONV_DIR_BWD_W) {
         const int64_t chunks = bw_chunks(c);
         return nconv__ws_round(sizeof(float) * (size_t)(chunks * c->O * (c->C / c->G))) +
@@ -872,8 +876,175 @@ static void pbw_out_task(void *arg, int tid, int nthreads) {
     }
 }
 
+/* ------------------------------------- 1x1 backward-weights by dot products
+ *
+ * Where channels are few, the transposes above cost as much as the GEMM. The dot kernel reads both
+ * planes in place instead: a tile of 6 output x 4 input channels sums dy[o][p] * x[c][p] over a
+ * block of pixels into 16-lane partial sums, kept in the workspace from block to block and summed
+ * across lanes once at the end. db, when wanted, is one more column of the first column tile (a
+ * row of dy adds itself there). Threads own row tiles (when there are as many as column tiles)
+ * or column tiles, and run every block over them in order: each sum adds the same kernel calls
+ * in the same order whatever the thread count.
+ */
+enum { DOT_BLOCK = 1024 };         /* pixels per kernel call: a tile's 10 rows, 40 KiB, stay in L1 */
+enum { DOT_MAX_CHANNELS = 48 };    /* the smaller side of dw, at most (or x's channels at most 64) */
+enum { DOT_MIN_PIXELS = 512 };     /* per plane: short rows pay the kernel's per-row costs too often */
+enum { DOT_MAX_PART = 16 << 20 };  /* bytes of partial sums */
+enum { DOT_TILE = NCONV_DOT_MR * NCONV_DOT_NC * NCONV_DOT_LANES, DOT_DB = NCONV_DOT_MR * NCONV_DOT_LANES };
+
+typedef struct dot_geo {
+    int64_t Og, Cg, P, otiles, ctiles;
+    int64_t len, imgs, pblocks, blocks; /* a block: imgs images, or len pixels of one image */
+    int64_t part_floats; /* partial sums: [G][otiles][ctiles][DOT_TILE], then db's [G][otiles][DOT_DB] */
+} dot_geo;
+
+static void dot_geometry(const nconv_core *c, dot_geo *g) {
+    g->Og = c->O / c->G, g->Cg = c->C / c->G, g->P = nconv__core_out_spatial(c);
+    g->otiles = nconv__div_up(g->Og, NCONV_DOT_MR);
+    /* Cg channels and db's column, always counted (the workspace does not know whether db is
+     * wanted), as evenly as 4-column tiles allow */
+    g->ctiles = nconv__div_up(g->Cg + 1, NCONV_DOT_NC);
+    const int64_t per_img = nconv__div_up(g->P, DOT_BLOCK);
+    g->len = per_img > 1 ? nconv__div_up(nconv__div_up(g->P, per_img), 16) * 16 : g->P;
+    g->imgs = per_img > 1 ? 1 : DOT_BLOCK / g->P;
+    g->pblocks = nconv__div_up(g->P, g->len);
+    g->blocks = nconv__div_up(c->N, g->imgs) * g->pblocks;
+    g->part_floats = c->G * g->otiles * (g->ctiles * DOT_TILE + DOT_DB);
+}
+
+static size_t dot_part_bytes(const nconv_core *c) {
+    dot_geo g;
+    dot_geometry(c, &g);
+    return sizeof(float) * (size_t)g.part_floats;
+}
+
+static int dot_suits(const nconv_core *c) {
+    if (c->dt != NCONV_F32 || !is_1x1(c) || nconv__core_out_spatial(c) < DOT_MIN_PIXELS) return 0;
+    dot_geo g;
+    dot_geometry(c, &g);
+    return ((g.Og < g.Cg ? g.Og : g.Cg) <= DOT_MAX_CHANNELS || g.Cg <= 64) &&
+           (int64_t)sizeof(float) * g.part_floats <= DOT_MAX_PART;
+}
+
+typedef struct dot_ctx {
+    const nconv_exec *e;
+    dot_geo g;
+    int64_t V;   /* columns: Cg, and db's first when wanted */
+    int by_rows; /* threads own row tiles (else column tiles) */
+    float *part; /* [part_floats] */
+    float *acc;  /* [G][Og][Cg] */
+} dot_ctx;
+
+/* Column tile t's columns [v0, v1) of V (db's column 0 when wanted). */
+static void dot_columns(const dot_ctx *d, int64_t t, int64_t *v0, int64_t *v1) {
+    *v0 = d->V * t / d->g.ctiles, *v1 = d->V * (t + 1) / d->g.ctiles;
+}
+
+static float *dot_part(const dot_ctx *d, int64_t g, int64_t ot, int64_t ct) {
+    return d->part + ((g * d->g.otiles + ot) * d->g.ctiles + ct) * DOT_TILE;
+}
+
+static float *dot_dbpart(const dot_ctx *d, int64_t g, int64_t ot) {
+    return d->part + d->e->c->G * d->g.otiles * d->g.ctiles * DOT_TILE + (g * d->g.otiles + ot) * DOT_DB;
+}
+
+/* Tile (g, ot, ct) over block bi. */
+static void dot_tile(const dot_ctx *d, int64_t g, int64_t ot, int64_t ct, int64_t bi) {
+    const nconv_view *x = d->e->x, *y = d->e->y;
+    const dot_geo *q = &d->g;
+    const int db = d->V > q->Cg;
+    const int64_t n0 = bi / q->pblocks * q->imgs, p0 = bi % q->pblocks * q->len;
+    const int64_t nimg = d->e->c->N - n0 < q->imgs ? d->e->c->N - n0 : q->imgs, len = q->P - p0 < q->len ? q->P - p0 : q->len;
+    int64_t v0, v1;
+    dot_columns(d, ct, &v0, &v1);
+    const int64_t o0 = ot * NCONV_DOT_MR, no = q->Og - o0 < NCONV_DOT_MR ? q->Og - o0 : NCONV_DOT_MR;
+    const int64_t c0 = v0 - (db && v0 > 0), nc = v1 - v0 - (db && ct == 0);
+    const float *dy = (const float *)y->data + n0 * y->stride[0] + (g * q->Og + o0) * y->stride[1] + p0;
+    const float *xs = (const float *)x->data + n0 * x->stride[0] + (g * q->Cg + c0) * x->stride[1] + p0;
+    d->e->k->dot(nimg, len, dy, y->stride[1], y->stride[0], no, xs, x->stride[1], x->stride[0], nc,
+                 dot_part(d, g, ot, ct), db && ct == 0 ? dot_dbpart(d, g, ot) : NULL);
+}
+
+static void dot_task(void *arg, int tid, int nthreads) {
+    const dot_ctx *d = arg;
+    const dot_geo *q = &d->g;
+    const int64_t per = d->by_rows ? q->otiles : q->ctiles;
+    int64_t u0, u1;
+    nconv__split(d->e->c->G * per, tid, nthreads, &u0, &u1);
+    /* the thread's tiles of each group: their sums zeroed, then every block, row tiles outermost
+     * (their dy rows stay in L1 while the column tiles pass, x's come from L2) */
+    for (int64_t u = u0; u < u1;) {
+        const int64_t g = u / per, t0 = u % per, t1 = u1 - g * per < per ? u1 - g * per : per;
+        const int64_t ot0 = d->by_rows ? t0 : 0, ot1 = d->by_rows ? t1 : q->otiles;
+        const int64_t ct0 = d->by_rows ? 0 : t0, ct1 = d->by_rows ? q->ctiles : t1;
+        for (int64_t ot = ot0; ot < ot1; ot++) {
+            memset(dot_part(d, g, ot, ct0), 0, sizeof(float) * (size_t)((ct1 - ct0) * DOT_TILE));
+            if (ct0 == 0) memset(dot_dbpart(d, g, ot), 0, sizeof(float) * DOT_DB);
+        }
+        for (int64_t bi = 0; bi < q->blocks; bi++)
+            for (int64_t ot = ot0; ot < ot1; ot++)
+                for (int64_t ct = ct0; ct < ct1; ct++) dot_tile(d, g, ot, ct, bi);
+        u = g * per + t1;
+    }
+}
+
+static double lane_sum(const float *p) {
+    double s = 0;
+    for (int l = 0; l < NCONV_DOT_LANES; l++) s += p[l];
+    return s;
+}
+
+/* Each output's partial sums added lane by lane (in double) into d->acc and db's lanes. */
+static void dot_sum_task(void *arg, int tid, int nthreads) {
+    const dot_ctx *d = arg;
+    const dot_geo *q = &d->g;
+    double *lanes = d->e->db_lanes;
+    const int db = d->V > q->Cg;
+    int64_t r0, r1;
+    nconv__split(d->e->c->O, tid, nthreads, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t g = r / q->Og, o = r % q->Og, ot = o / NCONV_DOT_MR, orow = o % NCONV_DOT_MR;
+        for (int64_t ct = 0; ct < q->ctiles; ct++) {
+            int64_t v0, v1;
+            dot_columns(d, ct, &v0, &v1);
+            const int64_t first = db && ct == 0; /* db's column */
+            for (int64_t v = v0 + first; v < v1; v++)
+                d->acc[r * q->Cg + v - db] =
+                    (float)lane_sum(dot_part(d, g, ot, ct) + (orow * NCONV_DOT_NC + v - v0 - first) * NCONV_DOT_LANES);
+        }
+        if (db && lanes) lanes[r] = lane_sum(dot_dbpart(d, g, ot) + orow * NCONV_DOT_LANES);
+    }
+}
+
+static void pbw_out_task(void *arg, int tid, int nthreads);
+
+static nconv_status dot_bwd_w(const nconv_exec *e) {
+    const nconv_core *c = e->c;
+    dot_ctx d;
+    memset(&d, 0, sizeof d);
+    d.e = e;
+    dot_geometry(c, &d.g);
+    d.V = d.g.Cg + (e->db_lanes != NULL);
+    d.by_rows = d.g.otiles >= d.g.ctiles;
+    d.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->O * d.g.Cg));
+    d.part = nconv__arena_take(e->ws, dot_part_bytes(c));
+    if (!d.acc || !d.part) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
+    if (e->db_lanes)
+        for (int64_t i = 0; i < 4 * c->O; i++) e->db_lanes[i] = 0;
+    nconv__parallel(e, dot_task, &d);
+    nconv__parallel(e, dot_sum_task, &d);
+    pbw_ctx b;
+    memset(&b, 0, sizeof b);
+    b.e = e, b.Cg = d.g.Cg, b.acc = d.acc;
+    nconv__parallel(e, pbw_out_task, &b);
+    if (e->db_lanes) *e->db_done = 1;
+    if (e->path) *e->path = "dot products";
+    return NCONV_OK;
+}
+
 static nconv_status planes_bwd_w(const nconv_exec *e) {
     const nconv_core *c = e->c;
+    if (dot_suits(c)) return dot_bwd_w(e);
     pbw_ctx b;
     memset(&b, 0, sizeof b);
     b.e = e;

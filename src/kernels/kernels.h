@@ -423,6 +423,19 @@ typedef nconv_f32_wino_dy16_t *nconv_f32_wino_dy16_fn;
 typedef void nconv_f32_wino_wgrad_t(int64_t n, const float *s, const float *s2, int64_t xs, float *dst, int64_t ds);
 typedef nconv_f32_wino_wgrad_t *nconv_f32_wino_wgrad_fn;
 
+/*
+ * Dot products of pixel rows, for 1x1 backward-weights on channel planes: for o < no (<= 6) and
+ * c < nc (<= 4), over images j < nimg and pixels i < len,
+ *   part[(o * 4 + c) * 16 + l] += dy[j * dyn + o * dyc + i] * x[j * xn + c * xc + i]
+ * summed over the pixels the kernel gives lane l (its own split: only the sum of a partial's 16
+ * lanes is the dot product), and when db is not NULL (then nc <= 3), db[o * 16 + l] adds dy's
+ * values the same way. Other entries stay untouched. The partial sums stay in memory between
+ * calls: a tile's run over many pixels takes no horizontal sum.
+ */
+typedef void nconv_f32_dot_t(int64_t nimg, int64_t len, const float *dy, int64_t dyc, int64_t dyn, int64_t no,
+                             const float *x, int64_t xc, int64_t xn, int64_t nc, float *part, float *db);
+typedef nconv_f32_dot_t *nconv_f32_dot_fn;
+enum { NCONV_DOT_MR = 6, NCONV_DOT_NC = 4, NCONV_DOT_LANES = 16 };
 /* Channel sums in double, four lanes by row mod 4, each adding its rows in order:
  *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
 typedef void nconv_f32_chsum_t(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
@@ -486,6 +499,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(transpose, f32_transpose, f32_transpose, avx2, avx512)                    \
     X(transpose_stream, f32_transpose, f32_transpose_stream, avx2, avx512)      \
     X(chsum, f32_chsum, f32_chsum, avx2, avx512)
+#define NCONV_DOT_KERNELS(X)                                                    \
+    X(dot, f32_dot, f32_dot_6x4, avx2, avx512)
 #define NCONV_DEPTHWISE_KERNELS(X)                                              \
     X(dwtile, f32_dwtile, f32_dwtile, avx2, avx512)                             \
     X(dwtile_bw, f32_dwtile_bw, f32_dwtile_bw, avx2, avx512)                    \
@@ -517,7 +532,8 @@ enum { NCONV_ISA_BEST = NCONV_ISA_AVX512_BF16 };
     X(f16_transpose, transpose16, f16_transpose, avx2, avx512)                  \
     X(bf16_transpose, transpose16, bf16_transpose, avx2, avx512)
 #define NCONV_KERNELS(X)                                                        \
-    NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DEPTHWISE_KERNELS(X)     \
+    NCONV_GEMM_KERNELS(X) NCONV_LAYOUT_KERNELS(X) NCONV_DOT_KERNELS(X)          \
+    NCONV_DEPTHWISE_KERNELS(X)                                                  \
     NCONV_GROUPED_KERNELS(X) NCONV_STEM_KERNELS(X) NCONV_WINOGRAD_KERNELS(X)     \
     NCONV_F64_KERNELS(X)                                                        \
     NCONV_CONVERT_KERNELS(X)
