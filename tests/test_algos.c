@@ -770,7 +770,12 @@ static void test_planes(void) {
          * transposed, whose forward spreads act(bias) between its rows and declines z) */
         {2, 96, 40, 1, 15, 1, 2, 0, 1, 0, 0},  {2, 300, 20, 1, 17, 1, 2, 0, 1, 0, 0},
         {3, 160, 32, 2, 9, 1, 2, 0, 1, 0, 0},  {2, 70, 16, 1, 25, 1, 3, 0, 1, 0, 0},
-        {2, 40, 96, 1, 9, 1, 2, 0, 1, 1, 0}};
+        {2, 40, 96, 1, 9, 1, 2, 0, 1, 1, 0},
+        /* 1x1 on planes of 512 pixels or more with at most 48 output-side channels: f32 B read in
+         * place (checked; two reduction blocks in 1D, groups, transposed) */
+        {2, 40, 13, 1, 30, 1, 1, 0, 1, 0, 0},  {1, 300, 20, 1, 600, 1, 1, 0, 1, 0, 0},
+        {2, 48, 36, 3, 24, 1, 1, 0, 1, 0, 0},  {2, 24, 16, 1, 24, 1, 1, 0, 1, 1, 0}};
+    int in_place_runs = 0;
     const nconv_padding_mode modes[] = {NCONV_PAD_ZEROS, NCONV_PAD_REFLECT, NCONV_PAD_REPLICATE, NCONV_PAD_CIRCULAR};
     const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
@@ -813,6 +818,19 @@ static void test_planes(void) {
                           (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes") == !scatter_z),
                       "planes case %d dtype %d epi %d: the plane path did not run%s: %s", i, (int)p.dtype, epi,
                       scatter_z ? " or its forward was not declined" : "", text);
+                /* B in place: f32 1x1 at stride 1, planes of 512 pixels or more, 48 output-side
+                 * channels per group at most (the core's: a transposed problem's are swapped) */
+                int64_t pixels = 1;
+                for (int d = 0; d < p.ndims; d++) pixels *= p.in_size[d];
+                const int64_t cin = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
+                const int64_t cout = (p.transposed ? p.in_channels : p.out_channels) / p.groups;
+                const int flat = p.dtype == NCONV_F32 && cases[i][5] == 1 && cases[i][6] == 1 && pixels >= 512;
+                const int fwd_in_place = verbose_ran(text, "core=fwd,", "path=B in place"),
+                          bwd_d_in_place = verbose_ran(text, "core=bwd_d,", "path=B in place");
+                CHECK(fwd_in_place == (flat && cout <= 48) && bwd_d_in_place == (flat && cin <= 48),
+                      "planes case %d dtype %d epi %d: B in place in fwd %d, bwd_d %d, in\n%s", i, (int)p.dtype, epi,
+                      fwd_in_place, bwd_d_in_place, text);
+                in_place_runs += fwd_in_place + bwd_d_in_place;
                 CHECK(!on_stem || verbose_ran(text, "core=fwd,", "algo=stem,"),
                       "planes case %d dtype %d epi %d: stem did not run: %s", i, (int)p.dtype, epi, text);
                 const double ey = rel_err(&a.y, &r.y, p.dtype), ex = rel_err(&a.dx, &r.dx, p.dtype),
@@ -829,6 +847,7 @@ static void test_planes(void) {
                 operands_free(&r), operands_free(&a), operands_free(&b);
             }
         }
+    CHECK(in_place_runs >= (test_light() ? 8 : 32), "B was read in place in %d runs only", in_place_runs);
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
 }

@@ -57,6 +57,12 @@ enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
 enum { PICK_AHEAD = 4 };      /* planes between a pick's loads and its prefetches */
+/* 1x1 f32 layers with few output-side channels on planes of 512 pixels or more read B's rows
+ * where they lie (the indirect-B kernel, a row pointer per plane) instead of copying them into
+ * the packed B first: with at most 8 row tiles reading it, the copy cost more than it saved.
+ * With more row tiles (or small planes), each reading every plane's run again, the packed B's
+ * contiguous rows are faster. */
+enum { IN_PLACE_ROWS = 48, IN_PLACE_PIXELS = 512 };
 /* f32 outputs larger than the L3 a core shares (32 MiB) are written with non-temporal stores by
  * the 16-lane kernels: smaller ones are still there when the next call reads them, and streaming
  * would send them to memory; the 8-lane GEMM is slow enough that the reads for ownership overlap
@@ -200,6 +206,7 @@ typedef struct planes_ctx {
     double alpha;
     int relu;
     int stream;            /* NCONV_GEMM_STREAM on the last reduction block (PLANES_STREAM_BYTES) */
+    int in_place;          /* 1x1: B's rows read from the planes by the indirect-B kernel (see IN_PLACE_ROWS) */
     nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
     char *scratch;         /* per thread, scratch_bytes(c, dir) rounded */
 } planes_ctx;
@@ -506,13 +513,14 @@ static void run_task(void *arg, int tid, int nthreads) {
         /* o[r * ldc + q - q0]: pixel q of row r (of the output itself when 16-bit rows are narrowed
          * by the kernel) */
         float *o = in_obuf ? obuf : cv ? NULL : (float *)out->data + og + q0;
-        /* z goes in before the GEMM (with the bias); a bias alone starts the rows. */
-        if (z)
+        /* z goes in before the GEMM (with the bias); a bias alone starts the rows (here where B is
+         * read in place: the indirect-B kernel has no start values). */
+        if (z || (pc->in_place && pc->init))
             for (int64_t r = 0; r < pc->rows; r++) {
                 const float b = pc->init ? pc->init[g * pc->rows + r] : 0.0f;
                 float *orow = o + r * ldc;
-                read_run(z, cv, n * z->stride[0] + (g * pc->rows + r) * z->stride[1] + q0, q1 - q0, orow);
-                for (int64_t q = 0; q < q1 - q0; q++) orow[q] = b + (float)pc->alpha * orow[q];
+                if (z) read_run(z, cv, n * z->stride[0] + (g * pc->rows + r) * z->stride[1] + q0, q1 - q0, orow);
+                for (int64_t q = 0; q < q1 - q0; q++) orow[q] = b + (z ? (float)pc->alpha * orow[q] : 0.0f);
             }
         for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
             const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
@@ -520,7 +528,7 @@ static void run_task(void *arg, int tid, int nthreads) {
             else if (pc->gather) gather_unit(c, src, cv, sg, q0, q1, k0, kc, bpack, rowbuf);
             /* Planes in groups of KGROUP: each tile's rows of the group are one contiguous run
              * of bpack (a k at a time, the stores would go to every tile, 16 KiB apart). */
-            for (int64_t kg = 0; kg < kc && !pc->gather; kg += KGROUP) {
+            for (int64_t kg = 0; kg < kc && !pc->gather && !pc->in_place; kg += KGROUP) {
                 const int64_t ke = kc - kg < KGROUP ? kc : kg + KGROUP;
                 /* 16-bit planes are widened a run per plane first (a call per 16 values cost
                  * more than the copy). */
@@ -567,7 +575,10 @@ static void run_task(void *arg, int tid, int nthreads) {
                     const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                     const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                     const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
-                    if (direct16)
+                    if (pc->in_place)
+                        pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, (const float *const *)(brows + k0), q0 + j0 * NR, NR,
+                                          o + t * MR * ldc + j0 * NR, ldc, z || pc->init || k0 > 0);
+                    else if (direct16)
                         pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
                                          (uint16_t *)out->data + og + t * MR * ldc + q0 + j0 * NR, ldc, rinit,
                                          flags | flags16);
@@ -577,6 +588,8 @@ static void run_task(void *arg, int tid, int nthreads) {
                 }
             }
         }
+        for (int64_t r = 0; pc->in_place && pc->relu && r < pc->rows; r++)
+            for (int64_t q = 0; q < q1 - q0; q++) o[r * ldc + q] = o[r * ldc + q] < 0 ? 0.0f : o[r * ldc + q];
         if (pc->scatter)
             scatter_unit(c, out, cv, og, pc->rows, pc->init ? pc->init + g * pc->rows : NULL, pc->relu, obuf, ldc,
                          q0, q1, rowbuf);
@@ -630,6 +643,8 @@ static nconv_status planes_run(const nconv_exec *e) {
     const int64_t out_numel = nconv__core_output_numel(nconv__exec_whole(e), e->dir);
     pc.stream = !pc.cv && !pc.scatter && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
     if (pc.stream && e->path) *e->path = "streamed stores";
+    pc.in_place = is_1x1(c) && !pc.cv && !pc.stream && pc.rows <= IN_PLACE_ROWS && pc.P >= IN_PLACE_PIXELS;
+    if (pc.in_place && e->path) *e->path = "B in place";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
     return NCONV_OK;
