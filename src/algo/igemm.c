@@ -143,6 +143,15 @@ void nconv__igemm_geometry(const nconv_core *c, nconv_direction dir, int threads
      * which suits rows shorter than 2 KiB (longer ones fold onto few L1 sets). Every product and
      * sum is the same either way (a * b = b * a, the same blocks and order): no bit depends on it. */
     if (threads > 1 && !g->wfold && width > g->Og && g->Og * (int64_t)sizeof(float) < 2048) g->bw_swap = 1;
+    /* Unswapped, a layer that widens its channels several times (MobileNet's expansions: 16 to
+     * 96) has one or two column panels of input channels, so each A element broadcast feeds one
+     * or two FMAs; swapped, the output channels fill panel pairs, whose two panels the 16-lane
+     * kernels feed from one broadcast (the 8-lane ones, a panel at a time, lost on the widest
+     * layers). Rows of 4 KiB and more (1,024 channels) fold onto few L1 sets (ResNet's 512 to
+     * 2048 took twice as long swapped), and 7 x 7 images lost 20% (measured, not understood). */
+    if (!g->wfold && g->Og >= 4 * width && g->Og * (int64_t)sizeof(float) < 4096 && g->OS >= 100 &&
+        nconv__kernels()->dw_vl >= 16)
+        g->bw_swap = 1;
     /* Unswapped, A = dy^T could be read from dy's rows in place (lda O) but for the last partial
      * tile, though at stride O floats each k is another line. That pays only for 1x1 (A not
      * reused over taps) with rows of 256 B and x read in place too (see bw_range's pack). The
