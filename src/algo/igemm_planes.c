@@ -8,7 +8,9 @@
  *   fwd with a short reduction (Cg * taps <= THIN_RED: input layers, raw
  *   audio), any stride, dilation, padding and padding mode:
  *     y[o][p] = sum_{c, t} w[o][c][t] * x[c][pix(p, t)]
- *   1x1 bwd_w (at the end of this file): dw[o][c] = sum_p dy[o][p] * x[c][p]
+ *   1x1 bwd_w (at the end of this file): dw[o][c] = sum_p dy[o][p] * x[c][p],
+ *   a GEMM of transposed planes, or dot products of their rows where
+ *   channels are few
  *   strided 1x1 kernels without padding (ResNet's downsampling shortcuts),
  *   each output pixel p reading input pixel off(p):
  *     fwd:   B picked from the planes through the unit's pixel offsets;
@@ -22,7 +24,8 @@
  * gather otherwise: an im2col of the unit's pixels, cheap when the reduction
  * is short, from input rows copied once per output row and split by column
  * phase), computed by the packed 6 x 16 micro-kernel, which also starts
- * each row at its bias and applies relu. Going through NHWC instead costs
+ * each row at its bias and applies relu (f32 1x1 layers with few rows read
+ * B's lines where they lie instead: see IN_PLACE_ROWS). Going through NHWC instead costs
  * two transposes of the activations, more memory traffic than the GEMM
  * itself when channels are few or the output is much larger than the input.
  *
@@ -485,6 +488,7 @@ static void run_task(void *arg, int tid, int nthreads) {
     float *wide = rowbuf + row_floats(c);      /* 16-bit: B rows widened, [KGROUP][pt * NR] */
     float *obuf = wide + KGROUP * pc->pt * NR; /* 16-bit or a scatter: the unit's rows, [rows][pt * NR] */
     const char **brows = (const char **)(wide + wide_floats(c, pc->e->dir));
+    const float **frows = (const float **)brows; /* B's rows where they lie in place of brows (f32) */
     int64_t *off = (int64_t *)brows; /* a pick's pixel offsets instead */
     const nconv_convert16_fn cv = pc->cv;
     const size_t esz = nconv_dtype_size(c->dt);
@@ -505,7 +509,8 @@ static void run_task(void *arg, int tid, int nthreads) {
         const int64_t sg = n * src->stride[0] + g * src_group * src->stride[1];
         if (!pc->gather && ng != cur) {
             for (int64_t k = 0; k < pc->red; k++)
-                brows[k] = (const char *)src->data + esz * (size_t)(sg + k * src->stride[1]);
+                if (pc->in_place) frows[k] = (const float *)src->data + sg + k * src->stride[1];
+                else brows[k] = (const char *)src->data + esz * (size_t)(sg + k * src->stride[1]);
             cur = ng;
         }
         for (int64_t q = q0; pc->picks && q < q1; q++) off[q - q0] = pixel_offset(c, src, q);
@@ -576,7 +581,7 @@ static void run_task(void *arg, int tid, int nthreads) {
                     const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                     const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
                     if (pc->in_place)
-                        pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, (const float *const *)(brows + k0), q0 + j0 * NR, NR,
+                        pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, frows + k0, q0 + j0 * NR, NR,
                                           o + t * MR * ldc + j0 * NR, ldc, z || pc->init || k0 > 0);
                     else if (direct16)
                         pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
