@@ -436,6 +436,7 @@ typedef void nconv_f32_dot_t(int64_t nimg, int64_t len, const float *dy, int64_t
                              const float *x, int64_t xc, int64_t xn, int64_t nc, float *part, float *db);
 typedef nconv_f32_dot_t *nconv_f32_dot_fn;
 enum { NCONV_DOT_MR = 6, NCONV_DOT_NC = 4, NCONV_DOT_LANES = 16 };
+
 /* Channel sums in double, four lanes by row mod 4, each adding its rows in order:
  *   lane[(i % 4) * ls + j] += x[i * ld + j]   for i < rows, j < cols. */
 typedef void nconv_f32_chsum_t(int64_t rows, int64_t cols, const float *x, int64_t ld, double *lane, int64_t ls);
