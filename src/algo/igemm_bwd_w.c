@@ -87,6 +87,11 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     const int64_t rows_n = swap ? width : g->Og, cols_n = swap ? g->Og : width;
     if (u0 >= u1) return;
     const int64_t KC = g->bw_kc;
+    /* Swapped, 1x1 f32: whole tiles read x's rows in place (lda C), each k a line apart, which
+     * pays for rows up to 1 KiB (256 channels: projections such as 192 to 32 spent as long copying
+     * x^T as in the GEMM); longer rows fold onto few L1 sets and lost. The products and sums are
+     * those of the packed tiles. */
+    const int x_rows = swap && g->pointwise && !bc->x16 && c->C * (int64_t)sizeof(float) <= 1024;
     const int64_t ts = bw_tile_stride(g);
     float *apack = (float *)scratch;                                /* [tiles][KC][MR], ts floats apart */
     const float **xrows = (const float **)(apack + bc->tiles * ts); /* [KC] */
@@ -229,11 +234,6 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                  * (W-folded rows need none, see below). */
                 const int64_t o0 = u % bc->tiles, o1 = (run_end - 1) % bc->tiles + 1;
                 const int64_t full = rows_n / MR < o1 ? rows_n / MR : o1;
-                /* 1x1 f32: whole tiles read x's rows in place (lda C), each k a line apart, which
-                 * pays for rows up to 1 KiB (256 channels: projections such as 192 to 32 spent as
-                 * long copying x^T as in the GEMM); longer rows fold onto few L1 sets and lost. The
-                 * products and sums are those of the packed tiles. */
-                const int x_rows = g->pointwise && !bc->x16 && c->C * (int64_t)sizeof(float) <= 1024;
                 for (int64_t k = 0; k < kc && !g->wfold; k++) {
                     const float *src = xrows[k];
                     for (int64_t o = o0; o < full && !x_rows; o++)
@@ -298,8 +298,9 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                             continue;
                         }
                         const int a_in = x_rows && ot < rows_n / MR; /* x's rows in place (see x_rows) */
-                        ib(mr, np, nc_last, e - k, g->wfold || a_in ? xrows[k] + r0 : apack + ot * ts, a_in ? c->C : lda,
-                           brow + k, boff, bs, acc + (gt * rows_n + r0) * cols_n, cols_n, add);
+                        const float *a = g->wfold || a_in ? xrows[k] + r0 : apack + ot * ts;
+                        ib(mr, np, nc_last, e - k, a, a_in ? c->C : lda, brow + k, boff, bs,
+                           acc + (gt * rows_n + r0) * cols_n, cols_n, add);
                     }
                     k = e;
                 }

@@ -955,9 +955,12 @@ typedef struct dot_ctx {
     float *acc;  /* [G][Og][Cg] */
 } dot_ctx;
 
-/* Column tile t's columns [v0, v1) of V (db's column 0 when wanted). */
-static void dot_columns(const dot_ctx *d, int64_t t, int64_t *v0, int64_t *v1) {
-    *v0 = d->V * t / d->g.ctiles, *v1 = d->V * (t + 1) / d->g.ctiles;
+/* Column tile t's input channels [*c0, *c0 + *nc) of its group: columns [V t / ctiles,
+ * V (t + 1) / ctiles) of V, less db's column 0 (in tile 0) when wanted. */
+static void dot_columns(const dot_ctx *d, int64_t t, int64_t *c0, int64_t *nc) {
+    const int db = d->V > d->g.Cg;
+    const int64_t v0 = d->V * t / d->g.ctiles, v1 = d->V * (t + 1) / d->g.ctiles;
+    *c0 = v0 - (db && v0 > 0), *nc = v1 - v0 - (db && t == 0);
 }
 
 static float *dot_part(const dot_ctx *d, int64_t g, int64_t ot, int64_t ct) {
@@ -975,10 +978,9 @@ static void dot_tile(const dot_ctx *d, int64_t g, int64_t ot, int64_t ct, int64_
     const int db = d->V > q->Cg;
     const int64_t n0 = bi / q->pblocks * q->imgs, p0 = bi % q->pblocks * q->len;
     const int64_t nimg = d->e->c->N - n0 < q->imgs ? d->e->c->N - n0 : q->imgs, len = q->P - p0 < q->len ? q->P - p0 : q->len;
-    int64_t v0, v1;
-    dot_columns(d, ct, &v0, &v1);
+    int64_t c0, nc;
+    dot_columns(d, ct, &c0, &nc);
     const int64_t o0 = ot * NCONV_DOT_MR, no = q->Og - o0 < NCONV_DOT_MR ? q->Og - o0 : NCONV_DOT_MR;
-    const int64_t c0 = v0 - (db && v0 > 0), nc = v1 - v0 - (db && ct == 0);
     const float *dy = (const float *)y->data + n0 * y->stride[0] + (g * q->Og + o0) * y->stride[1] + p0;
     const float *xs = (const float *)x->data + n0 * x->stride[0] + (g * q->Cg + c0) * x->stride[1] + p0;
     d->e->k->dot(nimg, len, dy, y->stride[1], y->stride[0], no, xs, x->stride[1], x->stride[0], nc,
@@ -1025,12 +1027,10 @@ static void dot_sum_task(void *arg, int tid, int nthreads) {
     for (int64_t r = r0; r < r1; r++) {
         const int64_t g = r / q->Og, o = r % q->Og, ot = o / NCONV_DOT_MR, orow = o % NCONV_DOT_MR;
         for (int64_t ct = 0; ct < q->ctiles; ct++) {
-            int64_t v0, v1;
-            dot_columns(d, ct, &v0, &v1);
-            const int64_t first = db && ct == 0; /* db's column */
-            for (int64_t v = v0 + first; v < v1; v++)
-                d->acc[r * q->Cg + v - db] =
-                    (float)lane_sum(dot_part(d, g, ot, ct) + (orow * NCONV_DOT_NC + v - v0 - first) * NCONV_DOT_LANES);
+            int64_t c0, nc;
+            dot_columns(d, ct, &c0, &nc);
+            const float *part = dot_part(d, g, ot, ct) + orow * NCONV_DOT_NC * NCONV_DOT_LANES;
+            for (int64_t j = 0; j < nc; j++) d->acc[r * q->Cg + c0 + j] = (float)lane_sum(part + j * NCONV_DOT_LANES);
         }
         if (db && lanes) lanes[r] = lane_sum(dot_dbpart(d, g, ot) + orow * NCONV_DOT_LANES);
     }
@@ -1047,7 +1047,7 @@ static nconv_status dot_bwd_w(const nconv_exec *e) {
     d.V = d.g.Cg + (e->db_lanes != NULL);
     d.by_rows = d.g.otiles >= d.g.ctiles;
     d.acc = nconv__arena_take(e->ws, sizeof(float) * (size_t)(c->O * d.g.Cg));
-    d.part = nconv__arena_take(e->ws, dot_part_bytes(c));
+    d.part = nconv__arena_take(e->ws, sizeof(float) * (size_t)d.g.part_floats);
     if (!d.acc || !d.part) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     if (e->db_lanes)
         for (int64_t i = 0; i < 4 * c->O; i++) e->db_lanes[i] = 0;
