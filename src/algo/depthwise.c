@@ -304,6 +304,11 @@ static inline int64_t row_offset(const nconv_view *v, int64_t n, int64_t a, int6
     return n * v->stride[0] + a * v->stride[2] + b * v->stride[3];
 }
 
+/* Column q's slot in a row stored by phase (see gather_row); ph 1, the common case, divides nothing. */
+static inline int64_t phase_slot(int64_t q, int64_t ph, int64_t slots) {
+    return ph == 1 ? q : (q % ph) * slots + q / ph;
+}
+
 /* n floats, inline and in whole cache lines while they last: a block's columns are a few lines
  * each, too short for a library call to pay for itself. */
 static inline void copy_floats(float *dst, const float *src, int64_t n) {
@@ -330,7 +335,7 @@ static void gather_row(const dw_ctx *d, const dw_act *s, int64_t n, int64_t a, i
             if (q1 > q0) memcpy(dst + q0 * C, base + (col0 + q0) * px, sizeof(float) * (size_t)((q1 - q0) * C));
         } else {
             for (int64_t q = q0; q < q1; q++) {
-                float *o = dst + ((q % ph) * slots + q / ph) * cw;
+                float *o = dst + phase_slot(q, ph, slots) * cw;
                 copy_floats(o, base + (col0 + q) * px + c0, nc);
                 if (nc < cw) memset(o + nc, 0, sizeof(float) * (size_t)(cw - nc));
             }
@@ -341,7 +346,7 @@ static void gather_row(const dw_ctx *d, const dw_act *s, int64_t n, int64_t a, i
             for (int64_t q = q0; q < q1; q++) memset(dst + q * cw + nc, 0, sizeof(float) * (size_t)(cw - nc));
     } else {
         for (int64_t q = q0; q < q1; q++) {
-            float *o = dst + ((q % ph) * slots + q / ph) * cw;
+            float *o = dst + phase_slot(q, ph, slots) * cw;
             for (int64_t l = 0; l < nc; l++) o[l] = base[(c0 + l) * v->stride[1] + col0 + q];
             if (nc < cw) memset(o + nc, 0, sizeof(float) * (size_t)(cw - nc));
         }
@@ -351,7 +356,7 @@ static void gather_row(const dw_ctx *d, const dw_act *s, int64_t n, int64_t a, i
         if (q == q0 && q1 > q0) q = q1;
         if (q >= ncols) break;
         const int64_t j = nconv__map_index(col0 + q, W, mode);
-        float *o = dst + ((q % ph) * slots + q / ph) * cw;
+        float *o = dst + phase_slot(q, ph, slots) * cw;
         memset(o, 0, sizeof(float) * (size_t)cw);
         if (j < 0) continue;
         if (s->chan)
@@ -371,13 +376,24 @@ typedef struct ring {
     int64_t col0, k; /* the segment's first source column; the unit's block */
 } ring;
 
-static const float *ring_row(const dw_ctx *d, ring *rg, int64_t n, int64_t a, int64_t b) {
+/* a mod m in [0, m). */
+static inline int64_t floor_mod(int64_t a, int64_t m) {
+    const int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+/* The ring slot of logical row (a, b): (a mod span[0]) span[1] + b mod span[1]. */
+static int64_t ring_slot(const dw_geo *g, int64_t a, int64_t b) {
+    return floor_mod(a, g->span[0]) * g->span[1] + floor_mod(b, g->span[1]);
+}
+
+/* slot: ring_slot(g, a, b), which callers walking a kernel's rows keep without dividing. */
+static const float *ring_row(const dw_ctx *d, ring *rg, int64_t n, int64_t a, int64_t b, int64_t slot) {
     const nconv_core *c = d->c;
     const dw_geo *g = d->g;
     const nconv_padding_mode mode = d->dir == NCONV_DIR_BWD_D ? NCONV_PAD_ZEROS : c->mode;
     const int64_t ma = nconv__map_index(a, g->src[0], mode), mb = nconv__map_index(b, g->src[1], mode);
     if (ma < 0 || mb < 0) return d->zero;
-    const int64_t slot = ((a % g->span[0] + g->span[0]) % g->span[0]) * g->span[1] + (b % g->span[1] + g->span[1]) % g->span[1];
     float *row = rg->rows + (size_t)slot * g->row;
     const int64_t tag = ma * g->src[1] + mb;
     if (rg->tags[slot] != tag) {
@@ -444,10 +460,19 @@ static void start_segment(const dw_ctx *d, dw_scratch *s, int64_t sg, int64_t *p
 /* fwd and bwd_w: the source rows of output row (o0, o1), kernel rows in order. */
 static void fwd_rows(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t o0, int64_t o1) {
     const nconv_core *c = d->c;
-    for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++)
-        for (int64_t k1 = 0; k1 < c->k[1]; k1++, r++)
-            s->rows[r] = ring_row(d, &s->rg, n, o0 * c->s[0] - c->pb[0] + k0 * c->d[0],
-                                  o1 * c->s[1] - c->pb[1] + k1 * c->d[1]);
+    const dw_geo *g = d->g;
+    /* the slots advance by the dilation, which is less than the span where a kernel has two taps
+     * or more along that dim: one wrap at most, no division per row */
+    const int64_t a0 = o0 * c->s[0] - c->pb[0], b0 = o1 * c->s[1] - c->pb[1];
+    int64_t sa = floor_mod(a0, g->span[0]);
+    for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++) {
+        int64_t sb = floor_mod(b0, g->span[1]);
+        for (int64_t k1 = 0; k1 < c->k[1]; k1++, r++) {
+            s->rows[r] = ring_row(d, &s->rg, n, a0 + k0 * c->d[0], b0 + k1 * c->d[1], sa * g->span[1] + sb);
+            if ((sb += c->d[1]) >= g->span[1]) sb -= g->span[1];
+        }
+        if ((sa += c->d[0]) >= g->span[0]) sa -= g->span[0];
+    }
 }
 
 /* Taps' offsets for output pixel 0 of a segment (fwd, bwd_w), for columns cw floats apart. */
@@ -455,7 +480,7 @@ static void fwd_taps(const dw_ctx *d, int64_t cw, int64_t *toff) {
     const int64_t ph = d->g->ph;
     for (int64_t t = 0; t < d->c->k[2]; t++) {
         const int64_t q = t * d->c->d[2];
-        toff[t] = ((q % ph) * d->g->slots + q / ph) * cw;
+        toff[t] = phase_slot(q, ph, d->g->slots) * cw;
     }
 }
 
@@ -616,7 +641,8 @@ static void bwd_d_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, in
                 for (int64_t k1 = 0; k1 < c->k[1]; k1++) {
                     const int64_t b = i1 + c->pb[1] - k1 * c->d[1];
                     if (b < 0 || b % c->s[1] || b / c->s[1] >= c->out[1]) continue;
-                    s->rows[nr] = ring_row(d, &s->rg, n, a / c->s[0], b / c->s[1]);
+                    const int64_t ra = a / c->s[0], rb = b / c->s[1];
+                    s->rows[nr] = ring_row(d, &s->rg, n, ra, rb, ring_slot(g, ra, rb));
                     s->sel[nr++] = k0 * c->k[1] + k1;
                 }
             }
