@@ -192,7 +192,8 @@ typedef nconv_f64_gemm_t *nconv_f64_gemm_fn;
  *   summed in the order r, t; act = max(., 0) with NCONV_DW_RELU in flags (NaN stays NaN). Lanes
  *   nc .. cw of out are not written; nr or nt 0 writes act(init). NCONV_DW_STREAM: where out and
  *   os keep each vector aligned to its size, whole vectors may be written with non-temporal
- *   stores (the caller fences before the data is read on another thread).
+ *   stores, where the kernel writes whole lines of a pixel at once (the caller fences before the
+ *   data is read on another thread).
  * dwtile_bw: for c < cw, r < nr, t < nt:
  *   acc[(r * nt + t) * cw + c] += sum_{i < n} dy[i * cw + c] * rows[r][toff[t] + i * step * cs + c],
  *   the pixels summed in an order of the kernel's own (the same for every call), then added to acc;

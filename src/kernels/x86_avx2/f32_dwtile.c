@@ -143,7 +143,10 @@ void nconv_f32_dwtile__avx2(int64_t cw, int64_t cs, int64_t step, int64_t n, int
                               int64_t os, int64_t nc, int flags) {
     const int64_t nv = cw / VL, kt = nconv__dw_reuse_taps(nt, toff, cs, step);
     const __m256i mlast = nconv__avx2_mask(nc - (nv - 1) * VL);
-    if (((uintptr_t)out | (uintptr_t)os * sizeof(float)) % 32) flags &= ~NCONV_DW_STREAM; /* whole vectors only */
+    /* Streamed stores pay only where a call writes whole lines of a pixel: a reuse tile writes one
+     * vector of 8 lanes (half a line) per call, an any tile two; with partial lines streamed, each
+     * half left for memory on its own, several times slower than ordinary stores. */
+    if (kt || nv < NV_ANY || ((uintptr_t)out | (uintptr_t)os * sizeof(float)) % 64) flags &= ~NCONV_DW_STREAM;
     if (kt) {
         for (int64_t p = 0, u; p < n; p += u) {
             u = tile_width(n, p);
