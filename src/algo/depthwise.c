@@ -44,7 +44,8 @@ enum { RING_BYTES = 192 << 10, RING_L1_BYTES = 24 << 10, RING_IMAGE_BYTES = 512 
 /* fwd and bwd_d in channel blocks: the source rows of a unit of output rows, which each block
  * reads in turn, stay in L2. */
 #define UNIT_SOURCE_BYTES ((size_t)384 << 10)
-/* fwd and bwd_d read the source rows in place up to this size of an image's source (direct_unit). */
+/* fwd and bwd_d read the source rows in place up to this size of an image's source with 8-lane
+ * vectors (direct_unit). */
 #define DIRECT_IMAGE_BYTES ((size_t)2 << 20)
 /* Outputs of this size and more are written with non-temporal stores: a depthwise output takes
  * a few products per store, and the reads for ownership of ordinary stores bound its speed. Twice
@@ -794,17 +795,17 @@ static nconv_status dw_run(const nconv_exec *e) {
     if (e->dir == NCONV_DIR_BWD_D) d.src = input_act(e, e->y, yb, &ycopy);
     else d.src = input_act(e, e->x, xb, &xcopy);
     /* Not where the pixels in the W padding, a kernel call each, are more than 1 in 10 of rows of
-     * more than 3 taps, nor where the source of an image leaves the cache (DIRECT_IMAGE_BYTES),
-     * whose rows the ring's copies stream in faster than the kernels read them; bwd_d at stride 1
-     * with vectors of 16 lanes only (at stride 2, or with 8 lanes, its ring measured faster).
-     * Rows of 3 taps or fewer take few products per input: with vectors of 16 lanes the ring's
-     * copy of each source row cost more there than the border's calls on rows of any width (with
-     * 8 lanes, less). */
+     * more than 3 taps, nor, with vectors of 8 lanes, where the source of an image leaves the
+     * cache (DIRECT_IMAGE_BYTES), whose rows the ring's copies stream in faster than those
+     * kernels read them (16-lane ones read as fast or faster); bwd_d at stride 1 with vectors of
+     * 16 lanes only (at stride 2, or with 8 lanes, its ring measured faster). Rows of 3 taps or
+     * fewer take few products per input: with vectors of 16 lanes the ring's copy of each source
+     * row cost more there than the border's calls on rows of any width (with 8 lanes, less). */
     const size_t image = sizeof(float) * (size_t)(g.src[0] * g.src[1] * g.src[2] * c->C);
     const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
     d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1 && g.vl >= 16)) && d.src.chan &&
                c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
-               c->C % g.vl == 0 && c->k[2] <= 64 /* direct_line's taps */ && image <= DIRECT_IMAGE_BYTES &&
+               c->C % g.vl == 0 && c->k[2] <= 64 /* direct_line's taps */ && (image <= DIRECT_IMAGE_BYTES || g.vl >= 16) &&
                ((c->k[2] <= 3 && g.vl >= 16) || 10 * direct_border(&d) <= g.ow);
     if (e->dir == NCONV_DIR_BWD_W) {
         if (e->path) *e->path = path_name(&g, 0, 0);
