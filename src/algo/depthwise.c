@@ -708,12 +708,13 @@ static void reduce_task(void *arg, int tid, int nthreads) {
         const int64_t n = e - ch0 < RUN ? e - ch0 : RUN, m = c0 + cw - ch0 < n ? c0 + cw - ch0 : n;
         const float *p = d->partial + c0 * KS + (ch0 - c0);
         for (int64_t t = 0; t < KS; t++) {
+            const int64_t toff = nconv__dw_w_offset(c, rc->w, 0, t); /* once per tap: it divides */
             float sum[RUN];
             for (int64_t i = 0; i < m; i++) sum[i] = g->runits ? p[t * cw + i] : 0.0f; /* no images: zeros */
             for (int64_t u = 1; u < g->runits; u++)
                 for (int64_t i = 0; i < m; i++) sum[i] += p[u * stride + t * cw + i];
             for (int64_t i = 0; i < m; i++) {
-                const int64_t off = nconv__dw_w_offset(c, rc->w, ch0 + i, t);
+                const int64_t off = (ch0 + i) * rc->w->stride[0] + toff;
                 if (rc->w->dt == NCONV_F32) ((float *)rc->w->data)[off] = sum[i];
                 else nconv__store1(rc->w->data, rc->w->dt, off, sum[i]);
             }
