@@ -805,8 +805,8 @@ static nconv_status dw_run(const nconv_exec *e) {
     const size_t image = sizeof(float) * (size_t)(g.src[0] * g.src[1] * g.src[2] * c->C);
     const int stride1 = c->s[0] == 1 && c->s[1] == 1 && c->s[2] == 1;
     d.direct = (e->dir == NCONV_DIR_FWD || (e->dir == NCONV_DIR_BWD_D && stride1 && g.vl >= 16)) && d.src.chan &&
-               c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 &&
-               c->C % g.vl == 0 && c->k[2] <= 64 /* direct_line's taps */ && (image <= DIRECT_IMAGE_BYTES || g.vl >= 16) &&
+               c->mode == NCONV_PAD_ZEROS && g.ph == 1 && g.nseg == 1 && c->C % g.vl == 0 &&
+               c->k[2] <= 64 /* direct_line's taps */ && (image <= DIRECT_IMAGE_BYTES || g.vl >= 16) &&
                ((c->k[2] <= 3 && g.vl >= 16) || 10 * direct_border(&d) <= g.ow);
     if (e->dir == NCONV_DIR_BWD_W) {
         if (e->path) *e->path = path_name(&g, 0, 0);
