@@ -276,18 +276,18 @@ static nconv_status rows_run(const nconv_exec *e) {
     /* wp[b][t][j][l]: lane l is channel ch = b * 8 + l of the output (fwd: o = ch % q, j the
      * input channel; bwd_d: i = ch % q, j the output channel, taps flipped). */
     const nconv_view *w = e->w;
-    for (int64_t ch = 0; ch < c->C; ch++)
-        for (int64_t t = 0; t < KS; t++) {
-            const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
-            const int64_t tw = fwd ? t : ((c->k[0] - 1 - k0) * c->k[1] + (c->k[1] - 1 - k1)) * c->k[2] + (c->k[2] - 1 - k2);
-            const int64_t toff = (tw / (c->k[1] * c->k[2])) * w->stride[2] + ((tw / c->k[2]) % c->k[1]) * w->stride[3] +
-                                 (tw % c->k[2]) * w->stride[4];
+    for (int64_t t = 0; t < KS; t++) { /* taps outside: their offsets divide, once per tap */
+        const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
+        const int64_t tw = fwd ? t : ((c->k[0] - 1 - k0) * c->k[1] + (c->k[1] - 1 - k1)) * c->k[2] + (c->k[2] - 1 - k2);
+        const int64_t toff = (tw / (c->k[1] * c->k[2])) * w->stride[2] + ((tw / c->k[2]) % c->k[1]) * w->stride[3] +
+                             (tw % c->k[2]) * w->stride[4];
+        for (int64_t ch = 0; ch < c->C; ch++)
             for (int64_t j = 0; j < q; j++) {
                 const int64_t o = fwd ? ch : (ch / q) * q + j, i = fwd ? j : ch % q;
                 wp[((ch / VL * KS + t) * q + j) * VL + ch % VL] =
                     (float)nconv__load(w->data, w->dt, o * w->stride[0] + i * w->stride[1] + toff);
             }
-        }
+    }
     const nconv_view *in = fwd ? e->x : e->y, *out = fwd ? e->y : e->x;
     block_ctx bc = {c, in, xb, r.width, r.lo[2], r.mode};
     nconv__parallel(e, block_task, &bc);
