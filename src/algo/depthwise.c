@@ -465,9 +465,10 @@ static void fwd_rows(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t o0, int6
     /* the slots advance by the dilation, which is less than the span where a kernel has two taps
      * or more along that dim: one wrap at most, no division per row */
     const int64_t a0 = o0 * c->s[0] - c->pb[0], b0 = o1 * c->s[1] - c->pb[1];
+    const int64_t sb0 = floor_mod(b0, g->span[1]);
     int64_t sa = floor_mod(a0, g->span[0]);
     for (int64_t k0 = 0, r = 0; k0 < c->k[0]; k0++) {
-        int64_t sb = floor_mod(b0, g->span[1]);
+        int64_t sb = sb0;
         for (int64_t k1 = 0; k1 < c->k[1]; k1++, r++) {
             s->rows[r] = ring_row(d, &s->rg, n, a0 + k0 * c->d[0], b0 + k1 * c->d[1], sa * g->span[1] + sb);
             if ((sb += c->d[1]) >= g->span[1]) sb -= g->span[1];
