@@ -646,9 +646,10 @@ static void test_bias_lanes(void) {
  * transposed, pixels in partial tiles and in several row blocks, every
  * epilogue, f32, f16 and bf16 (widened a block at a time, narrowed by the
  * kernel), against the reference; the same bits for 1 and 3 threads.
- * NCONV_VERBOSE names the path of rows lda and ldc apart (igemm_rows) where
- * the core direction's source has fewer than 256 channels (more: row
- * pointers, whose next tile is fetched ahead), or bf16 pairs where they run. */
+ * NCONV_VERBOSE names the path of rows lda and ldc apart (igemm_rows) for f32,
+ * and for 16-bit operands where the core direction's source has fewer than 256
+ * channels (more: row pointers, packed as they are widened), or bf16 pairs
+ * where they run. */
 static void run_epi_1_3(nconv_context *ref, nconv_context *ctx, const nconv_problem *p, int layout, int epi,
                         uint64_t *rng, operands *r, operands *a, operands *b, char *text, size_t cap);
 static void test_pointwise(void) {
@@ -681,7 +682,8 @@ static void test_pointwise(void) {
                 const int bwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_o / p.groups) % 2 == 0;
                 const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
                 const int bwd_d = strstr(text, "core=bwd_d,algo=igemm,path=pointwise rows") != NULL;
-                CHECK(fwd == (core_c < 256 && !fwd_pairs) && bwd_d == (core_o < 256 && !bwd_pairs),
+                const int f32 = p.dtype == NCONV_F32;
+                CHECK(fwd == ((f32 || core_c < 256) && !fwd_pairs) && bwd_d == ((f32 || core_o < 256) && !bwd_pairs),
                       "pointwise case %d dtype %d epi %d: pointwise rows ran fwd %d bwd_d %d: %s", i, (int)p.dtype, epi,
                       fwd, bwd_d, text);
                 const double tol = tolerance(p.dtype);

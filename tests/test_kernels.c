@@ -776,8 +776,8 @@ static void sweep_gfwd_kernels(const nconv_kernels *k, uint64_t *rng) {
 
 /* igemm_np (all column panels of a tile in one call) against one igemm call
  * per panel: the same bits, for one tap (rows set up once per call) and two,
- * with a_off and a zero row, with and without the prefetch hint, from init
- * and accumulating onto C. */
+ * with a_off and a zero row, with and without the prefetch hints (C's next
+ * tile, A's next tile), from init and accumulating onto C. */
 static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
     const int64_t KC = 37, NP = 4, AOFF = 3;
     float *a = malloc(sizeof(float) * 2 * 6 * (KC + AOFF)), *w = malloc(sizeof(float) * NP * 2 * KC * 16 + 32);
@@ -793,8 +793,9 @@ static void sweep_igemm_np(const nconv_kernels *k, uint64_t *rng) {
         for (int64_t mr = 1; mr <= 6; mr++)
             for (int64_t np = 1; np <= NP; np++)
                 for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                    for (int f = 0; f < 8; f++) { /* the prefetch hint reaches past c's end: a hint never faults */
-                        const int flags = (f & 1 ? NCONV_IGEMM_RELU : 0) | (f & 2 ? NCONV_IGEMM_PREFETCH : 0);
+                    for (int f = 0; f < 16; f++) { /* the prefetch hint reaches past c's end: a hint never faults */
+                        const int flags = (f & 1 ? NCONV_IGEMM_RELU : 0) | (f & 2 ? NCONV_IGEMM_PREFETCH : 0) |
+                                          (f & 8 ? NCONV_IGEMM_NEXT_A : 0); /* ap[6 ..] the next tile's rows */
                         const float *fi = f & 4 ? NULL : init; /* NULL: accumulate onto C */
                         float *r1[6], *r2[6];
                         for (int64_t i = 0; i < 6 * 80; i++) c1[i] = c2[i] = (float)(i % 7) - 3.0f;
@@ -835,7 +836,7 @@ static void rows_by_tiles(const nconv_kernels *k, int64_t m, int64_t np, int64_t
 /* igemm_rows against igemm_np on each tile of 6 rows (row pointers lda and ldc apart): the same
  * bits, and nothing written past the rows or the columns; m over one tile, several and partial
  * last tiles, row strides wider than the rows, from init and accumulating onto C, relu, the
- * prefetch hint and streamed stores (rows 32-byte aligned); igemm_rows16 against igemm_np16 the
+ * prefetch hints (C's and A's next tiles) and streamed stores (rows 32-byte aligned); igemm_rows16 against igemm_np16 the
  * same way, into f16 and bf16 rows. */
 static void sweep_igemm_rows(const nconv_kernels *k, uint64_t *rng) {
     enum { KC = 23, NP = 3, MMAX = 20, LDA = 29, LDC = 56 };
@@ -850,14 +851,14 @@ static void sweep_igemm_rows(const nconv_kernels *k, uint64_t *rng) {
     for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
         for (int64_t np = 1; np <= NP; np++)
             for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                for (int f = 0; f < 16; f++) {
+                for (int f = 0; f < 32; f++) {
                     const int64_t m = ms[mi];
                     const int flags = (f & 1 ? NCONV_IGEMM_RELU : 0) | (f & 2 ? NCONV_IGEMM_PREFETCH : 0) |
-                                      (f & 8 ? NCONV_IGEMM_STREAM : 0);
+                                      (f & 8 ? NCONV_IGEMM_STREAM : 0) | (f & 16 ? NCONV_IGEMM_NEXT_A : 0);
                     const float *fi = f & 4 ? NULL : init; /* NULL: accumulate onto C */
                     for (int64_t i = 0; i < MMAX * LDC; i++) c1[i] = c2[i] = (float)(i % 7) - 3.0f;
                     k->igemm_rows(m, np, nc_last, KC, a, LDA, wa, KC * 16, c1, LDC, fi, flags);
-                    rows_by_tiles(k, m, np, nc_last, KC, a, LDA, wa, c2, LDC, fi, flags, 0);
+                    rows_by_tiles(k, m, np, nc_last, KC, a, LDA, wa, c2, LDC, fi, flags & ~NCONV_IGEMM_NEXT_A, 0);
 #if defined(__x86_64__) || defined(__i386__)
                     _mm_sfence();
 #endif

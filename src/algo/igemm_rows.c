@@ -186,7 +186,7 @@ static void seg_pixel(const seg *s, int64_t q, pixel *px) {
     px->o[0] = s->lo[0] + p / (s->cnt[1] * s->cnt[2]);
 }
 
-/* The rows of a 1x1 tile into L1, ahead of its kernel call (see geo.prefetch_a). */
+/* The rows of a 1x1 tile into L1, ahead of its kernel call (NCHW outputs; see geo.prefetch_a). */
 static void prefetch_tile(const float *const *a, int64_t a_off, int64_t kcc) {
     for (int64_t r = 0; r < MR; r++)
         for (int64_t i = 0; i < kcc; i += 16) __builtin_prefetch(a[r] + a_off + i);
@@ -276,7 +276,10 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         }
         const float *init = rc->init + j->g * g->panels * NR;
         const int64_t ws = g->kc * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
-        const int64_t pstep = tiles_outer(1, g->kc, p1 - p0) ? p1 - p0 : 2;
+        const int outer = tiles_outer(1, g->kc, p1 - p0);
+        const int64_t pstep = outer ? p1 - p0 : 2;
+        /* each tile's call fetches the next tile's rows, as in the loop over row pointers below */
+        const int next_a = g->prefetch_a && outer ? NCONV_IGEMM_NEXT_A : 0;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
             if (rc->dst16)
@@ -284,7 +287,8 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                                     rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR, flags16);
             else
                 rc->k->igemm_rows(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
-                                  rc->dst + c_at + q0 * NR, ldc, init + q0 * NR, rc->flags);
+                                  rc->dst + c_at + q0 * NR, ldc, init + q0 * NR,
+                                  rc->flags | next_a);
         }
         return;
     }
@@ -428,7 +432,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                 const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t left = r1 - (r0 + tile * MR), mr = g->segs ? tile_mr[tile] : left < MR ? left : MR;
-                    if (prefetch && tile + 1 < ntiles) prefetch_tile(ap + (tile + 1) * MR, a_off, kcc);
+                    const int next_a = prefetch && tile + 1 < ntiles ? NCONV_IGEMM_NEXT_A : 0;
                     if (next16 && q0 == p0) {
                         const int64_t b0 = next_bytes * tile / ntiles, b1 = next_bytes * (tile + 1) / ntiles;
                         for (int64_t o = b0 - b0 % 64; o < b1; o += 64) __builtin_prefetch(next16 + o);
@@ -473,7 +477,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                         continue;
                     }
                     rc->k->igemm_np(mr, q1 - q0, nc_last, kcc, j->ks, at, a_off, rc->zero, wq, j->ks * g->kc * NR, cp,
-                                    first ? rc->init + (j->g * g->panels + q0) * NR : NULL, last ? rc->flags : 0);
+                                    first ? rc->init + (j->g * g->panels + q0) * NR : NULL, (last ? rc->flags : 0) | next_a);
                 }
             }
             continue;
@@ -1026,14 +1030,15 @@ nconv_status nconv__igemm_rows_run(const nconv_exec *e, const geo *gp, const ige
     nconv_share *shares = nconv__arena_take(e->ws, s.shares);
     if (!shares) return nconv__error(NCONV_OUT_OF_MEMORY, "nconv: workspace too small for algorithm igemm");
     /* channels-last rows of a pointwise layer in one reduction block: f32 ones read and written
-     * in place, 16-bit ones widened a block at a time and narrowed by the kernel (not on bf16
-     * pairs; NCHW 16-bit outputs go through a transpose); rows of 256 channels and more take the
-     * row pointers, whose next tile is fetched ahead (prefetch_a) */
+     * in place, rows of 256 channels and more with the next tile fetched by the kernel
+     * (prefetch_a); 16-bit ones widened a block at a time and narrowed by the kernel (not on bf16
+     * pairs; NCHW 16-bit outputs go through a transpose), from 256 channels on through the row
+     * pointers and their packing (see row_block) */
     seg segs[MAX_SEGS];
     int64_t seg_rows;
     if (g.segs) nconv__igemm_segments(c, dir, segs, &seg_rows);
     const int rows = g.pointwise && !g.dot16 && !planes16 && !planes && g.kchunk >= g.kc &&
-                     !g.prefetch_a;
+                     (!g.prefetch_a || (!src16 && !dst16));
     row_ctx rc = {.c = c,
                   .dir = dir,
                   .g = g,

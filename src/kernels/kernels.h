@@ -30,8 +30,18 @@ void nconv_f32_gemm__generic(int64_t M, int64_t N, int64_t K, const float *A, in
  * NCONV_IGEMM_PREFETCH: a hint that C's rows are evenly spaced and that the
  * next tile's rows follow them (6 x that spacing on); the np kernel may
  * prefetch them for writing. It never changes a result.
+ * NCONV_IGEMM_NEXT_A (np kernel, ks == 1): a[6 .. 11] are the next tile's rows; the kernel may
+ * fetch their [a_off, a_off + kc) a line of each row at a time while its first panels compute
+ * (the lines fetched all at once, before the call, stalled it for want of miss buffers). It
+ * never changes a result.
  */
-enum { NCONV_IGEMM_RELU = 1, NCONV_IGEMM_STREAM = 2, NCONV_IGEMM_PREFETCH = 4, NCONV_IGEMM_BF16 = 8 };
+enum {
+    NCONV_IGEMM_RELU = 1,
+    NCONV_IGEMM_STREAM = 2,
+    NCONV_IGEMM_PREFETCH = 4,
+    NCONV_IGEMM_BF16 = 8,
+    NCONV_IGEMM_NEXT_A = 16
+};
 /* For the kernels: the six rows of tap row set a (of element type T: float, or uint16_t for bf16
  * pairs) as a0 .. a5, each a_off elements in (a reduction block), the zero row left as it is. */
 #define NCONV_IGEMM_ROWS_OF(T, a)                                                                        \
@@ -58,7 +68,8 @@ typedef nconv_f32_igemm_np_t *nconv_f32_igemm_np_fn;
 /*
  * igemm_np over m rows spaced evenly (pointwise layers: A row i at a + i * lda, C row i at
  * c + i * ldc), six after six, with no row pointers to set up: the sums and stores of igemm_np
- * (one tap, a_off 0, no zero row) on each tile, bit for bit; the last tile has m % 6 rows.
+ * (one tap, a_off 0, no zero row) on each tile, bit for bit; the last tile has m % 6 rows. With
+ * NCONV_IGEMM_NEXT_A each tile's call fetches the next tile's rows.
  */
 typedef void nconv_f32_igemm_rows_t(int64_t m, int64_t np, int64_t nc_last, int64_t kc, const float *a, int64_t lda,
                                     const float *w, int64_t ws, float *c, int64_t ldc, const float *init, int flags);
@@ -75,10 +86,12 @@ typedef nconv_f32_igemm_rows16_t *nconv_f32_igemm_rows16_fn;
 #define NCONV_IGEMM_ROWS_EACH_TILE(T, TILE)                                                               \
     for (int64_t i_ = 0; i_ < m; i_ += 6) {                                                               \
         const int64_t mr_ = m - i_ < 6 ? m - i_ : 6;                                                      \
-        const float *ar_[6];                                                                              \
+        const float *ar_[12]; /* and the next tile's rows, for NCONV_IGEMM_NEXT_A */                     \
         T *cr_[6];                                                                                        \
-        for (int64_t r_ = 0; r_ < 6; r_++)                                                                \
+        for (int64_t r_ = 0; r_ < 6; r_++) {                                                              \
             ar_[r_] = a + (i_ + (r_ < mr_ ? r_ : 0)) * lda, cr_[r_] = c + (i_ + (r_ < mr_ ? r_ : 0)) * ldc; \
+            ar_[6 + r_] = a + (i_ + 6 + r_ < m ? i_ + 6 + r_ : i_) * lda;                                 \
+        }                                                                                                 \
         TILE;                                                                                             \
     }
 

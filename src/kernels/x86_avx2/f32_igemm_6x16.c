@@ -7,23 +7,35 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-/* kc steps of the reduction from the rows a0 .. a5 and the packed weights w
- * into the twelve accumulators c00 .. c51 (rows 0-5, column halves 0-1). */
-#define IGEMM_KLOOP()                                                                                    \
-    _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++, w += 16) {                                  \
+/* Step k of the reduction from the rows a0 .. a5 and the packed weights w into the twelve
+ * accumulators c00 .. c51 (rows 0-5, column halves 0-1). */
+#define IGEMM_STEP(k)                                                                                    \
+    do {                                                                                                 \
         const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);                                 \
-        __m256 v = _mm256_broadcast_ss(a0 + k);                                                          \
+        __m256 v = _mm256_broadcast_ss(a0 + (k));                                                        \
         c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);                            \
-        v = _mm256_broadcast_ss(a1 + k);                                                                 \
+        v = _mm256_broadcast_ss(a1 + (k));                                                               \
         c10 = _mm256_fmadd_ps(v, b0, c10), c11 = _mm256_fmadd_ps(v, b1, c11);                            \
-        v = _mm256_broadcast_ss(a2 + k);                                                                 \
+        v = _mm256_broadcast_ss(a2 + (k));                                                               \
         c20 = _mm256_fmadd_ps(v, b0, c20), c21 = _mm256_fmadd_ps(v, b1, c21);                            \
-        v = _mm256_broadcast_ss(a3 + k);                                                                 \
+        v = _mm256_broadcast_ss(a3 + (k));                                                               \
         c30 = _mm256_fmadd_ps(v, b0, c30), c31 = _mm256_fmadd_ps(v, b1, c31);                            \
-        v = _mm256_broadcast_ss(a4 + k);                                                                 \
+        v = _mm256_broadcast_ss(a4 + (k));                                                               \
         c40 = _mm256_fmadd_ps(v, b0, c40), c41 = _mm256_fmadd_ps(v, b1, c41);                            \
-        v = _mm256_broadcast_ss(a5 + k);                                                                 \
+        v = _mm256_broadcast_ss(a5 + (k));                                                               \
         c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);                            \
+    } while (0)
+
+/* kc steps of the reduction. */
+#define IGEMM_KLOOP() _Pragma("GCC unroll 4") for (int64_t k = 0; k < kc; k++, w += 16) IGEMM_STEP(k);
+
+/* IGEMM_KLOOP fetching the next tile's rows n[0 .. 5] (NCONV_IGEMM_NEXT_A), a line of each per
+ * 16 steps. */
+#define IGEMM_KLOOP_NEXT(n)                                                                              \
+    for (int64_t k0 = 0; k0 < kc; k0 += 16) {                                                           \
+        for (int r_ = 0; r_ < 6; r_++) __builtin_prefetch((n)[r_] + a_off + k0);                         \
+        const int64_t k1 = kc - k0 < 16 ? kc : k0 + 16;                                                  \
+        _Pragma("GCC unroll 4") for (int64_t k = k0; k < k1; k++, w += 16) IGEMM_STEP(k);                \
     }
 
 /* The whole reduction (ks taps x kc channels), shared by the row-store and plane-store kernels. */
@@ -149,7 +161,12 @@ static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t
     } while (0)
     if (ks == 1) { /* 1x1, W-folded thin inputs: the rows once for all panels (a short reduction's set-up) */
         NCONV_IGEMM_ROWS(a)
-        for (int64_t q = 0; q < np; q++) {
+        int64_t q = 0;
+        if (flags & NCONV_IGEMM_NEXT_A) {
+            NP_PANEL(IGEMM_KLOOP_NEXT(at + 6));
+            q++;
+        }
+        for (; q < np; q++) {
             w = w0 + q * ws;
             NP_PANEL(IGEMM_KLOOP());
         }

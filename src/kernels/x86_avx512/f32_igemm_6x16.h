@@ -140,21 +140,43 @@ static inline __attribute__((always_inline)) void one_panel(int64_t mr, int64_t 
         e##5 = _mm512_fmadd_ps(v, bq, e##5), f##5 = _mm512_fmadd_ps(v, br, f##5);                         \
     } while (0)
 
-/* kc steps into panels q (weights w) and q + 1 (weights w + ws). */
-#define IGEMM_KLOOP2()                                                                                    \
+/* Steps k and k + 1 into panels q (weights w) and q + 1 (weights w + ws). */
+#define IGEMM_STEP2(k)                                                                                    \
     do {                                                                                                  \
-        int64_t k = 0;                                                                                    \
-        for (; k + 1 < kc; k += 2, w += 32) {                                                             \
-            const __m512 bq0 = _mm512_loadu_ps(w), bq1 = _mm512_loadu_ps(w + 16);                        \
-            const __m512 br0 = _mm512_loadu_ps(w + ws), br1 = _mm512_loadu_ps(w + ws + 16);              \
-            FMA12(e, f, bq0, br0, k);                                                                     \
-            FMA12(o, p, bq1, br1, k + 1);                                                                 \
-        }                                                                                                 \
+        const __m512 bq0 = _mm512_loadu_ps(w), bq1 = _mm512_loadu_ps(w + 16);                            \
+        const __m512 br0 = _mm512_loadu_ps(w + ws), br1 = _mm512_loadu_ps(w + ws + 16);                  \
+        FMA12(e, f, bq0, br0, k);                                                                         \
+        FMA12(o, p, bq1, br1, (k) + 1);                                                                   \
+    } while (0)
+
+/* kc steps into panels q and q + 1, from k on. */
+#define IGEMM_KLOOP2_FROM(k)                                                                              \
+    do {                                                                                                  \
+        for (; k + 1 < kc; k += 2, w += 32) IGEMM_STEP2(k);                                               \
         if (k < kc) {                                                                                     \
             const __m512 bq0 = _mm512_loadu_ps(w), br0 = _mm512_loadu_ps(w + ws);                         \
             FMA12(e, f, bq0, br0, k);                                                                     \
             w += 16;                                                                                      \
         }                                                                                                 \
+    } while (0)
+
+#define IGEMM_KLOOP2()                                                                                    \
+    do {                                                                                                  \
+        int64_t k = 0;                                                                                    \
+        IGEMM_KLOOP2_FROM(k);                                                                             \
+    } while (0)
+
+/* IGEMM_KLOOP2 fetching the next tile's rows n[0 .. 5] (NCONV_IGEMM_NEXT_A), a line of each
+ * per 16 steps. */
+#define IGEMM_KLOOP2_NEXT(n)                                                                              \
+    do {                                                                                                  \
+        int64_t k = 0;                                                                                    \
+        for (; k < kc; k += 16) {                                                                         \
+            for (int r_ = 0; r_ < 6; r_++) __builtin_prefetch((n)[r_] + a_off + k);                      \
+            if (k + 15 >= kc) break;                                                                      \
+            _Pragma("GCC unroll 8") for (int j_ = 0; j_ < 16; j_ += 2, w += 32) IGEMM_STEP2(k + j_);      \
+        }                                                                                                 \
+        IGEMM_KLOOP2_FROM(k);                                                                             \
     } while (0)
 
 #define IGEMM_REDUCE2()                        \
@@ -195,7 +217,10 @@ static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t
 #undef LOAD_ROW
         }
         a = at, w = w0 + q * ws;
-        if (ks == 1) {
+        if (ks == 1 && q == 0 && (flags & NCONV_IGEMM_NEXT_A)) {
+            NCONV_IGEMM_ROWS(a)
+            IGEMM_KLOOP2_NEXT(at + 6);
+        } else if (ks == 1) {
             NCONV_IGEMM_ROWS(a)
             IGEMM_KLOOP2();
         } else {
