@@ -277,7 +277,8 @@ static int64_t sweep_taps(int64_t nk, int64_t dw, int64_t pad, int64_t n, int64_
  * row stride 1, 3, 5, 7 at 2, square or not, pixel steps 1 and 2) and others (more than 8 W taps, dilated
  * tap rows, a list with every row of its own, 1 x 1); W padding of 0-2 columns read through the
  * row length (rows end at len: ASan sees any read beyond) and rows read in full (no padding,
- * len far off). Outputs past n stay NaN; relu keeps a NaN read. */
+ * len far off), with and without rows of a later call to fetch. Outputs past n stay NaN; relu keeps
+ * a NaN read. */
 static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
     /* nr, nk, rs, rd, step, W dilation */
     const int64_t shapes[][6] = {{3, 3, 1, 1, 1, 1}, {5, 5, 1, 1, 1, 1}, {7, 7, 1, 1, 1, 1}, {3, 5, 1, 1, 1, 1},
@@ -307,7 +308,11 @@ static void sweep_dwrow_kernels(const nconv_kernels *k, uint64_t *rng) {
                     const int64_t x0 = toff[0]; /* output row 0's pixel 0, first tap */
                     const int nan_in = relu && x0 >= 0 && x0 < len;
                     if (nan_in) row[0][x0] = NAN;
-                    k->dwrow(m, n, nr, (const float *const *)row, rs, rd, nk, toff, step, len, w, init, y, ys, relu);
+                    /* rows of a later call to fetch (a hint): none, or the first two again */
+                    const int64_t ahead = pad % 2 ? 2 : 0;
+                    row[nj] = row[0], row[nj + 1] = row[nj > 1 ? 1 : 0];
+                    k->dwrow(m, n, nr, (const float *const *)row, rs, rd, nk, toff, step, len, w, init, y, ys, relu,
+                             ahead);
                     double worst = 0;
                     int untouched = 1, nan_ok = !nan_in || isnan(y[0]);
                     for (int64_t r = 0; r < m; r++)

@@ -26,6 +26,10 @@
 
 enum { ROWS = 8 }; /* output rows per kernel call, at most (the kernel's most) */
 enum { PH_TAPS = 4 }; /* bwd_d by phases: a phase's taps along H or W, at most */
+/* Source rows read in place are fetched ahead for the next kernel call from this many floats on:
+ * narrower planes are a few lines one after another, which the hardware prefetcher follows (the
+ * fetches only cost there). */
+enum { AHEAD_ROW = 56 };
 
 /* bwd_d at stride 2 by phases (see ph_task): 2D planes, undilated kernels of 2 to 2 PH_TAPS taps a
  * side (each phase at least one tap, at most PH_TAPS). */
@@ -109,8 +113,10 @@ static void geometry(const nconv_core *c, nconv_direction dir, dp_geo *g) {
     g->shared = nconv__ws_round(g->rowidx) + nconv__ws_round(g->toff) + nconv__ws_round(g->cmap) +
                 nconv__ws_round(g->zero) + nconv__ws_round(g->wt) + nconv__ws_round(g->init);
     g->plane = g->direct ? 0 : sizeof(float) * (size_t)(g->S[0] * g->S[1] * g->rowlen);
-    /* bwd_w's kernel takes a slice's rows at once */
-    const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : (g->mr - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+    /* bwd_w's kernel takes a slice's rows at once; the others a group's rows and those it fetches
+     * for the next (up to a group's new rows, or the first group's) */
+    const int64_t first = (g->mr - 1) * g->rs + (g->nr - 1) * g->rd + 1;
+    const int64_t nptrs = dir == NCONV_DIR_BWD_W ? g->V : first + (first > g->mr * g->rs ? first : g->mr * g->rs);
     g->ptrs = sizeof(float *) * (size_t)nptrs;
     g->thread = nconv__thread_stride(nconv__ws_round(g->plane) + nconv__ws_round(g->ptrs));
     if (bwd_d && by_phases(c)) {
@@ -170,10 +176,14 @@ static void fill_row(const dp_geo *g, const int64_t *cmap, const float *sr, floa
     }
 }
 
-/* Source rows idx[j0 .. j1) of a plane read in place (entries of -1: zeros, nothing to read). */
-static void prefetch_rows(const float *rows, int64_t rlen, const int64_t *idx, int64_t j0, int64_t j1) {
+/* Source rows idx[j0 .. j1) of a plane read in place into ptrs (entries of -1, zeros, left out):
+ * the rows a kernel call fetches for a later one. Returns how many. */
+static int64_t rows_ahead(const float *rows, int64_t rlen, const int64_t *idx, int64_t j0, int64_t j1,
+                          const float **ptrs) {
+    int64_t n = 0;
     for (int64_t j = j0; j < j1; j++)
-        for (int64_t x = 0; idx[j] >= 0 && x < rlen; x += 16) __builtin_prefetch(rows + idx[j] * rlen + x);
+        if (idx[j] >= 0) ptrs[n++] = rows + idx[j] * rlen;
+    return n;
 }
 
 static void dp_task(void *arg, int tid, int nthreads) {
@@ -203,22 +213,25 @@ static void dp_task(void *arg, int tid, int nthreads) {
                 const int64_t *idx = d->rowidx + o0 * g->V + o1 * g->rs;
                 const int64_t nj = (m - 1) * g->rs + (g->nr - 1) * g->rd + 1;
                 for (int64_t j = 0; j < nj; j++) ptrs[j] = idx[j] < 0 ? d->zero : rows + idx[j] * rlen;
-                /* The next group's new source rows, read in place, on their way while this one
-                 * computes: the hardware prefetcher alone left the kernel waiting on memory half
-                 * the time. After a slice's last group, the next slice's or plane's first. */
+                /* The next group's new source rows, read in place, fetched by the kernel as this
+                 * group computes: the hardware prefetcher alone left the kernel waiting on memory
+                 * half the time. After a slice's last group, the next slice's or plane's first. */
                 const int64_t left = g->V - o1 * g->rs; /* the slice's entries from idx on */
-                if (!g->direct) {
-                    /* the buffer holds the whole plane already */
+                const float **next = ptrs + nj;
+                int64_t ahead = 0;
+                if (!g->direct || rlen < AHEAD_ROW) {
+                    /* the buffer holds the whole plane already; or planes of a few lines */
                 } else if (o1 + mr < g->O[1]) {
-                    prefetch_rows(rows, rlen, idx, nj, nj + mr * g->rs < left ? nj + mr * g->rs : left);
+                    ahead = rows_ahead(rows, rlen, idx, nj, nj + mr * g->rs < left ? nj + mr * g->rs : left, next);
                 } else if (o0 + 1 < g->O[0]) {
-                    prefetch_rows(rows, rlen, idx + left, 0, first);
+                    ahead = rows_ahead(rows, rlen, idx + left, 0, first, next);
                 } else if (q + 1 < end) {
                     const int64_t n1 = (q + 1) / c->C, ch1 = (q + 1) % c->C;
-                    prefetch_rows(d->src + n1 * d->sv->stride[0] + ch1 * d->sv->stride[1], rlen, d->rowidx, 0, first);
+                    ahead = rows_ahead(d->src + n1 * d->sv->stride[0] + ch1 * d->sv->stride[1], rlen, d->rowidx, 0,
+                                       first, next);
                 }
                 e->k->dwrow(m, ow, g->nr, ptrs, g->rs, g->rd, g->K2, d->toff, g->direct ? g->s[2] : 1, rlen, wt,
-                            d->init[ch], op + (o0 * g->O[1] + o1) * ow, ow, d->relu);
+                            d->init[ch], op + (o0 * g->O[1] + o1) * ow, ow, d->relu, ahead);
             }
     }
 }
@@ -278,7 +291,8 @@ static void ph_task(void *arg, int tid, int nthreads) {
                 }
                 for (int64_t rx = 0; rx < 2 && rx < W; rx++)
                     e->k->dwrow(m, wq[rx], nr, ptrs, 1, 1, nk[rx], toff + rx * PH_TAPS, 1, WY,
-                                ws + rx * PH_TAPS * PH_TAPS, d->init[ch], buf + rx * g->mr * g->pbl, g->pbl, d->relu);
+                                ws + rx * PH_TAPS * PH_TAPS, d->init[ch], buf + rx * g->mr * g->pbl, g->pbl, d->relu,
+                                0);
                 for (int64_t r = 0; r < m; r++)
                     interleave(buf + r * g->pbl, buf + (g->mr + r) * g->pbl, W, dx + (2 * (u0 + r) + ry) * W);
             }

@@ -233,11 +233,14 @@ typedef nconv_f32_dwtile_bw_t *nconv_f32_dwtile_bw_fn;
  * where R(j, x) = rows[j][x] for 0 <= x < len and 0 elsewhere (not read there; toff may be
  * negative), summed in an order of the kernel's own for each m; act = max(., 0) when relu (NaN
  * stays NaN). Within [0, len), a row is readable at toff[b] + i for i < (n rounded up to a
- * multiple of 16) * step; y is written for i < n only.
+ * multiple of 16) * step; y is written for i < n only. rows[u .. u + ahead), u = (m - 1) rs +
+ * (nr - 1) rd + 1, are rows of a later call that the kernel may fetch as it goes, a line of each
+ * per vector of pixels (fetched all at once before the call, they stalled it for want of miss
+ * buffers): a hint.
  */
 typedef void nconv_f32_dwrow_t(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
                                    int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w,
-                                   float init, float *y, int64_t ys, int relu);
+                                   float init, float *y, int64_t ys, int relu, int64_t ahead);
 typedef nconv_f32_dwrow_t *nconv_f32_dwrow_fn;
 /*
  * dwrow_bw, dwrow's weight gradient over nq images of one channel: image q's m rows of dy at

@@ -3,7 +3,8 @@
 
 void nconv_f32_dwrow__generic(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
                               int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w, float init,
-                              float *y, int64_t ys, int relu) {
+                              float *y, int64_t ys, int relu, int64_t ahead) {
+    (void)ahead; /* a hint */
     for (int64_t r = 0; r < m; r++)
         for (int64_t i = 0; i < n; i++) {
             float acc = init;

@@ -85,6 +85,11 @@ static inline __attribute__((always_inline)) void shared_m(const int64_t M, cons
     for (int64_t r = 0; r < M; r++) store8(y + r * ys + i, n - i, act(acc[r], relu));
 }
 
+/* The later call's rows nx[0 .. ahead) at position x (see the contract). */
+static inline void fetch_ahead(const float *const *nx, int64_t ahead, int64_t x) {
+    for (int64_t h = 0; h < ahead; h++) __builtin_prefetch(nx[h] + x);
+}
+
 /* Whether every tap of the vector at pixel i lies within [0, len), the taps' offsets within
  * [tmin, tmax]. */
 static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, int64_t len) {
@@ -100,6 +105,7 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
     if (rs == RS && nr == NR && step == STEP) {                                                          \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
             const int in = inside(i, step, tmin, tmax, len);                                             \
+            if (step == 2 || i % 16 == 0) fetch_ahead(nx, ahead, i * step); /* a line per 16 floats */   \
             if (m == 8) {                                                                                \
                 SHARED_M(8, RS, NR, STEP)                                                                \
             } else {                                                                                     \
@@ -112,6 +118,7 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
     case M:                                                                                              \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
             const int in = inside(i, step, tmin, tmax, len);                                               \
+            if (step == 2 || i % 16 == 0) fetch_ahead(nx, ahead, i * step);                               \
             if (step == 1 && in) rows_m(M, 1, 0, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu); \
             else if (step == 1) rows_m(M, 1, 1, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu); \
             else if (in) rows_m(M, 2, 0, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu);   \
@@ -121,7 +128,8 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
 
 void nconv_f32_dwrow__avx2(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
                            int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w, float init,
-                           float *y, int64_t ys, int relu) {
+                           float *y, int64_t ys, int relu, int64_t ahead) {
+    const float *const *nx = rows + (m - 1) * rs + (nr - 1) * rd + 1;
     int64_t tmin = toff[0], tmax = toff[0];
     for (int64_t b = 1; b < nk; b++) tmin = toff[b] < tmin ? toff[b] : tmin, tmax = toff[b] > tmax ? toff[b] : tmax;
     NCONV_DWROW_DISPATCH

@@ -30,12 +30,23 @@ static inline __attribute__((always_inline)) __m512 tap(const int64_t STEP, cons
     return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(k0, p + x), even, _mm512_maskz_loadu_ps(k1, p + x + 16));
 }
 
+/* The later call's rows nx[0 .. ahead) at position x, step lines of each (see the contract). */
+static inline __attribute__((always_inline)) void fetch_ahead(const int64_t STEP, const float *const *nx,
+                                                              int64_t ahead, int64_t x) {
+    for (int64_t h = 0; h < ahead; h++) {
+        __builtin_prefetch(nx[h] + x);
+        if (STEP == 2) __builtin_prefetch(nx[h] + x + 16);
+    }
+}
+
 /* m rows, each tap row's source read on its own */
 static inline __attribute__((always_inline)) void rows_m(const int64_t m, const int64_t STEP, int64_t n, int64_t nr,
                                                          const float *const *rows, int64_t rs, int64_t rd, int64_t nk,
                                                          const int64_t *toff, int64_t len, const float *w, float init,
-                                                         float *y, int64_t ys, int relu) {
+                                                         float *y, int64_t ys, int relu, const float *const *nx,
+                                                         int64_t ahead) {
     for (int64_t i = 0; i < n; i += 16) {
+        fetch_ahead(STEP, nx, ahead, i * STEP);
         __m512 acc[8];
         for (int64_t r = 0; r < m; r++) acc[r] = _mm512_set1_ps(init);
         for (int64_t a = 0; a < nr; a++)
@@ -57,8 +68,10 @@ static inline __attribute__((always_inline)) void rows_m(const int64_t m, const 
 static inline __attribute__((always_inline)) void shared_m(const int64_t M, const int64_t RS, const int64_t NR,
                                                            const int64_t STEP, int64_t n, const float *const *rows,
                                                            const int64_t nk, const int64_t *toff, int64_t len,
-                                                           const float *w, float init, float *y, int64_t ys, int relu) {
+                                                           const float *w, float init, float *y, int64_t ys, int relu,
+                                                           const float *const *nx, int64_t ahead) {
     for (int64_t i = 0; i < n; i += 16) {
+        fetch_ahead(STEP, nx, ahead, i * STEP);
         __m512 acc[2][8];
 #pragma GCC unroll 8
         for (int64_t r = 0; r < M; r++) acc[0][r] = _mm512_set1_ps(init), acc[1][r] = _mm512_setzero_ps();
@@ -90,18 +103,19 @@ static inline __attribute__((always_inline)) void shared_m(const int64_t M, cons
 /* The cases of NCONV_DWROW_DISPATCH; square kernels with the W taps' count constant too. */
 #define SHARED_CASE(RS, NR, STEP)                                                                        \
     if (rs == RS && nr == NR && step == STEP) {                                                          \
-        if (m == 8) shared_m(8, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu); \
-        else shared_m(7, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu);     \
+        if (m == 8) shared_m(8, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu, nx, ahead); \
+        else shared_m(7, RS, NR, STEP, n, rows, nk, toff, len, w, init, y, ys, relu, nx, ahead);     \
         return;                                                                                          \
     }
 #define ROWS_CASE(M)                                                                                     \
     case M:                                                                                              \
-        if (step == 1) rows_m(M, 1, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu);           \
-        else rows_m(M, 2, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu);                     \
+        if (step == 1) rows_m(M, 1, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu, nx, ahead);           \
+        else rows_m(M, 2, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu, nx, ahead);                     \
         break;
 
 void nconv_f32_dwrow__avx512(int64_t m, int64_t n, int64_t nr, const float *const *rows, int64_t rs, int64_t rd,
                              int64_t nk, const int64_t *toff, int64_t step, int64_t len, const float *w, float init,
-                             float *y, int64_t ys, int relu) {
+                             float *y, int64_t ys, int relu, int64_t ahead) {
+    const float *const *nx = rows + (m - 1) * rs + (nr - 1) * rd + 1;
     NCONV_DWROW_DISPATCH
 }
