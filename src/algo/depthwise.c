@@ -549,17 +549,9 @@ static void direct_unit(const dw_ctx *d, dw_scratch *s, int64_t n, int64_t q0, i
             s->rows[nr] = base + (row / g->src[1]) * v->stride[2] + (row % g->src[1]) * v->stride[3];
             s->sel[nr++] = r;
         }
-        /* the next output row's source rows that this one does not read, on their way while it
-         * computes: read in place, they missed the cache where the ring's copies had streamed them in */
-        for (int64_t r = 0; q + 1 < q1 && o1 + 1 < g->orow[1] && r < K01; r++) {
-            const int64_t row = direct_row(d, o0, o1 + 1, r / c->k[1], r % c->k[1]);
-            if (row < 0) continue;
-            const float *p = base + (row / g->src[1]) * v->stride[2] + (row % g->src[1]) * v->stride[3];
-            int seen = 0;
-            for (int64_t j = 0; j < nr && !seen; j++) seen = s->rows[j] == p;
-            for (int64_t col = 0; !seen && col < W; col++)
-                for (int64_t x = 0; x < cw; x += 16) __builtin_prefetch(p + col * px + x);
-        }
+        /* The next output row's new source rows are left to the hardware prefetcher (rows of W
+         * pixels one after another): fetched in software, a row's lines at once before its calls,
+         * they stalled them for want of miss buffers (BENCHMARKS.md). */
         for (int64_t r = 0; r < nr; r++) s->wrows[r] = d->packed + c0 + s->sel[r] * nt * cpad; /* [row][tap] */
         float *out = out_at(d, s, n, o0, o1, 0, 0, k, &os);
         for (int64_t i = il > 0 ? 0 : ir; i < m; i = i + 1 == il ? ir : i + 1) { /* [0, il), [ir, m) */
