@@ -742,6 +742,16 @@ int64_t nconv__dw_w_offset(const nconv_core *c, const nconv_view *w, int64_t ch,
 int nconv__dw_gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt) {
     const int64_t KS = nconv__core_kernel_spatial(c);
     int finite = 1;
+    if (w->dt == NCONV_F32 && w->stride[4] == 1 && w->stride[3] == c->k[2] && w->stride[2] == c->k[1] * c->k[2]) {
+        /* a channel's taps one after another (dense weights): no per-tap offsets or dtype dispatch */
+        const float *src = (const float *)w->data + ch * w->stride[0];
+        for (int64_t t = 0; t < KS; t++) {
+            const float v = src[t];
+            wt[reverse ? KS - 1 - t : t] = v;
+            finite &= v - v == 0.0f; /* inf - inf and NaN - NaN are NaN */
+        }
+        return finite;
+    }
     for (int64_t k0 = 0, t = 0; k0 < c->k[0]; k0++)
         for (int64_t k1 = 0; k1 < c->k[1]; k1++)
             for (int64_t k2 = 0; k2 < c->k[2]; k2++, t++) {
