@@ -742,7 +742,9 @@ int64_t nconv__dw_w_offset(const nconv_core *c, const nconv_view *w, int64_t ch,
 int nconv__dw_gather_w(const nconv_core *c, const nconv_view *w, int64_t ch, int reverse, float *wt) {
     const int64_t KS = nconv__core_kernel_spatial(c);
     int finite = 1;
-    if (w->dt == NCONV_F32 && w->stride[4] == 1 && w->stride[3] == c->k[2] && w->stride[2] == c->k[1] * c->k[2]) {
+    /* (a dim of one tap may have any stride: 2D weights leave D's unset) */
+    if (w->dt == NCONV_F32 && (c->k[2] == 1 || w->stride[4] == 1) && (c->k[1] == 1 || w->stride[3] == c->k[2]) &&
+        (c->k[0] == 1 || w->stride[2] == c->k[1] * c->k[2])) {
         /* a channel's taps one after another (dense weights): no per-tap offsets or dtype dispatch */
         const float *src = (const float *)w->data + ch * w->stride[0];
         for (int64_t t = 0; t < KS; t++) {
