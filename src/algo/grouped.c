@@ -279,8 +279,7 @@ static nconv_status rows_run(const nconv_exec *e) {
     for (int64_t t = 0; t < KS; t++) { /* taps outside: their offsets divide, once per tap */
         const int64_t k0 = t / (c->k[1] * c->k[2]), k1 = (t / c->k[2]) % c->k[1], k2 = t % c->k[2];
         const int64_t tw = fwd ? t : ((c->k[0] - 1 - k0) * c->k[1] + (c->k[1] - 1 - k1)) * c->k[2] + (c->k[2] - 1 - k2);
-        const int64_t toff = (tw / (c->k[1] * c->k[2])) * w->stride[2] + ((tw / c->k[2]) % c->k[1]) * w->stride[3] +
-                             (tw % c->k[2]) * w->stride[4];
+        const int64_t toff = nconv__dw_w_offset(c, w, 0, tw);
         for (int64_t ch = 0; ch < c->C; ch++)
             for (int64_t j = 0; j < q; j++) {
                 const int64_t o = fwd ? ch : (ch / q) * q + j, i = fwd ? j : ch % q;

@@ -85,9 +85,11 @@ static inline __attribute__((always_inline)) void shared_m(const int64_t M, cons
     for (int64_t r = 0; r < M; r++) store8(y + r * ys + i, n - i, act(acc[r], relu));
 }
 
-/* The later call's rows nx[0 .. ahead) at position x (see the contract). */
-static inline void fetch_ahead(const float *const *nx, int64_t ahead, int64_t x) {
-    for (int64_t h = 0; h < ahead; h++) __builtin_prefetch(nx[h] + x);
+/* The later call's rows nx[0 .. ahead) at the vector of pixel i (see the contract): a line per
+ * 16 floats, so every other vector of 8 at pixel step 1. */
+static inline void fetch_ahead(const float *const *nx, int64_t ahead, int64_t i, int64_t step) {
+    if (step == 1 && i % 16) return;
+    for (int64_t h = 0; h < ahead; h++) __builtin_prefetch(nx[h] + i * step);
 }
 
 /* Whether every tap of the vector at pixel i lies within [0, len), the taps' offsets within
@@ -105,7 +107,7 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
     if (rs == RS && nr == NR && step == STEP) {                                                          \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
             const int in = inside(i, step, tmin, tmax, len);                                             \
-            if (step == 2 || i % 16 == 0) fetch_ahead(nx, ahead, i * step); /* a line per 16 floats */   \
+            fetch_ahead(nx, ahead, i, step);                                                             \
             if (m == 8) {                                                                                \
                 SHARED_M(8, RS, NR, STEP)                                                                \
             } else {                                                                                     \
@@ -118,7 +120,7 @@ static inline int inside(int64_t i, int64_t step, int64_t tmin, int64_t tmax, in
     case M:                                                                                              \
         for (int64_t i = 0; i < n; i += 8) {                                                             \
             const int in = inside(i, step, tmin, tmax, len);                                               \
-            if (step == 2 || i % 16 == 0) fetch_ahead(nx, ahead, i * step);                               \
+            fetch_ahead(nx, ahead, i, step);                                                               \
             if (step == 1 && in) rows_m(M, 1, 0, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu); \
             else if (step == 1) rows_m(M, 1, 1, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu); \
             else if (in) rows_m(M, 2, 0, i, n, nr, rows, rs, rd, nk, toff, len, w, init, y, ys, relu);   \
