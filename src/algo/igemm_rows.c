@@ -275,13 +275,14 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             lda = g->kc;
         }
         const float *init = rc->init + j->g * g->panels * NR;
-        const int64_t ws = g->kc * NR, c1 = p1 * NR < g->rows_cols ? p1 * NR : g->rows_cols;
+        const int64_t ws = g->kc * NR;
         const int outer = tiles_outer(1, g->kc, p1 - p0);
         const int64_t pstep = outer ? p1 - p0 : 2;
         /* each tile's call fetches the next tile's rows, as in the loop over row pointers below */
         const int next_a = g->prefetch_a && outer ? NCONV_IGEMM_NEXT_A : 0;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
-            const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep, nc_last = c1 - (q1 - 1) * NR;
+            const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
+            const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
             if (rc->dst16)
                 rc->k->igemm_rows16(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
                                     rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR, flags16);
