@@ -492,6 +492,7 @@ static void run_task(void *arg, int tid, int nthreads) {
     int64_t *off = (int64_t *)brows; /* a pick's pixel offsets instead */
     const nconv_convert16_fn cv = pc->cv;
     const size_t esz = nconv_dtype_size(c->dt);
+    const int64_t plane_bytes = (int64_t)esz * src->stride[1]; /* from one channel's plane to the next */
     /* f32 rows are written in place; 16-bit ones narrowed by the kernel as it stores them when
      * the reduction is one call's (and no z is read first), else summed in obuf, from its column
      * 0, then narrowed */
@@ -539,13 +540,16 @@ static void run_task(void *arg, int tid, int nthreads) {
                  * more than the copy). */
                 for (int64_t k = kg; cv && k < ke; k++)
                     cv(q1 - q0, (const uint16_t *)brows[k0 + k] + q0, wide + (k - kg) * pc->pt * NR, 1);
-                /* Each k is another plane: too many streams for the hardware prefetcher (the
-                 * misses were most of this copy, itself as long as the GEMM of a 1x1 layer). */
+                /* Each k is another plane: on planes larger than a page, too many streams for the
+                 * hardware prefetcher (the misses were most of this copy, itself as long as the
+                 * GEMM of a 1x1 layer), so the next group's runs are fetched ahead. Runs of
+                 * smaller planes lie a page or less apart, which it follows: there the burst of
+                 * prefetches stalled the copy. */
                 for (int64_t p0 = q0; p0 < q1; p0 += NR)
                     for (int64_t k = kg; k < ke; k++) {
                         const float *b =
                             cv ? wide + (k - kg) * pc->pt * NR + (p0 - q0) : (const float *)brows[k0 + k] + p0;
-                        if (p0 == q0 && k + KGROUP < kc) /* the next group's planes, one per k */
+                        if (p0 == q0 && k + KGROUP < kc && plane_bytes > 4096) /* the next group's planes */
                             for (int64_t p = q0; p < q1; p += 64 / (int64_t)esz)
                                 __builtin_prefetch(brows[k0 + k + KGROUP] + esz * (size_t)p);
                         float *d = bpack + ((p0 - q0) / NR * kc + k) * NR;
