@@ -250,6 +250,12 @@ static int tiles_outer(int64_t ks, int64_t kc, int64_t panels) {
     return (int64_t)sizeof(float) * ks * kc * MR <= (16 << 10) && !(panels <= 4 && wbytes > (32 << 10));
 }
 
+/* The columns of panel q1 - 1, the last of a kernel call over panels [q0, q1). */
+static int64_t last_width(const geo *g, int64_t q1) {
+    const int64_t left = g->rows_cols - (q1 - 1) * NR;
+    return left < NR ? left : NR;
+}
+
 /* Unit u of job j: up to mc_tiles row tiles of one cache block, one range of column panels. */
 static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scratch *sc) {
     const float **a = sc->a, **pa = sc->pa;
@@ -282,7 +288,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int next_a = g->prefetch_a && outer ? NCONV_IGEMM_NEXT_A : 0;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
-            const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+            const int64_t nc_last = last_width(g, q1);
             if (rc->dst16)
                 rc->k->igemm_rows16(r1 - r0, q1 - q0, nc_last, g->kc, a0, lda, j->w + q0 * ws, ws,
                                     rc->dst16 + c_at + q0 * NR, ldc, init + q0 * NR, flags16);
@@ -430,7 +436,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
             const int64_t pstep = tile_outer ? p1 - p0 : 2;
             for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
                 const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
-                const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+                const int64_t nc_last = last_width(g, q1);
                 for (int64_t tile = 0; tile < ntiles; tile++) {
                     const int64_t left = r1 - (r0 + tile * MR), mr = g->segs ? tile_mr[tile] : left < MR ? left : MR;
                     const int next_a = prefetch && tile + 1 < ntiles ? NCONV_IGEMM_NEXT_A : 0;
@@ -488,7 +494,7 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
         const int64_t pstep = tile_outer ? p1 - p0 : 2;
         for (int64_t q0 = p0; q0 < p1; q0 += pstep) {
             const int64_t q1 = p1 - q0 < pstep ? p1 : q0 + pstep;
-            const int64_t nc_last = g->rows_cols - (q1 - 1) * NR < NR ? g->rows_cols - (q1 - 1) * NR : NR;
+            const int64_t nc_last = last_width(g, q1);
             const float *wq = j->w + q0 * j->ks * g->kc * NR, *init = rc->init + (j->g * g->panels + q0) * NR;
             for (int64_t tile = 0; tile < ntiles; tile++) {
                 const int64_t mr = r1 - (r0 + tile * MR) < MR ? r1 - (r0 + tile * MR) : MR;
