@@ -64,7 +64,7 @@ static void call_f32_gemm_ib(nconv_f32_gemm_ib_fn f, const operands *o, int64_t 
     f(mr, NCONV_NR, o->kc, o->a, o->brows, 0, o->c, 2 * NCONV_NR, 1);
 }
 static void call_f32_gemm_ib_np(nconv_f32_gemm_ib_np_fn f, const operands *o, int64_t mr) {
-    f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->brows, 0, 16, o->c, 2 * NCONV_NR, 1);
+    f(mr, 2, NCONV_NR, o->kc, o->a, mr, o->brows, 0, 16, o->c, 2 * NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);
 }
 static void call_f32_gemm(nconv_f32_gemm_fn f, const operands *o, int64_t mr) {
     f(mr, NCONV_NR, o->kc, o->a, o->w, o->c, 2 * NCONV_NR, NULL, NCONV_GEMM_ACCUMULATE);

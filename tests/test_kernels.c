@@ -1010,6 +1010,7 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
     float *al = malloc(sizeof(float) * KC * LDA), *ap[3], *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
     float *c1 = malloc(sizeof(float) * 6 * LD), *c2 = malloc(sizeof(float) * 6 * LD);
     const float *rows[KC], *as[3] = {NULL, al + 3, al};
+    const float rinit[6] = {0.5f, -1.25f, 3.0f, 0.125f, -0.75f, 2.5f};
     for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
     for (int l = 0; l < 3; l++) {
         ap[l] = malloc(sizeof(float) * KC * 6);
@@ -1026,17 +1027,32 @@ static void sweep_gemm_ib_np(const nconv_kernels *k, uint64_t *rng) {
                 for (int64_t mr = 1; mr <= 6; mr++)
                     for (int64_t np = 1; np <= NP; np++)
                         for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                            for (int acc = 0; acc < 2; acc++) {
+                            /* mode 0: from zero; 1: accumulating; 2: from rinit, the same bits as
+                             * accumulating onto C holding it; 3: 2 with the fetch ahead */
+                            for (int mode = 0; mode < 4; mode++) {
+                                const int flags = (mode == 1 ? NCONV_GEMM_ACCUMULATE : 0) |
+                                                  (mode == 3 ? NCONV_GEMM_FETCH_B : 0);
                                 for (int64_t i = 0; i < 6 * LD; i++) c1[i] = c2[i] = (float)(i % 5) - 2.0f;
-                                k->gemm_ib_np(mr, np, nc_last, kc, as[l], ldas[l], rows, boff, bs, c1, LD, acc);
+                                for (int64_t r = 0; mode >= 2 && r < 6; r++)
+                                    for (int64_t j = 0; j < LD; j++) c2[r * LD + j] = rinit[r];
+                                k->gemm_ib_np(mr, np, nc_last, kc, as[l], ldas[l], rows, boff, bs, c1, LD,
+                                              mode >= 2 ? rinit : NULL, flags);
                                 for (int64_t q = 0; q < np; q++)
                                     k->gemm_ib(mr, q + 1 < np ? 16 : nc_last, kc, ap[l], rows, boff + q * bs,
-                                               c2 + q * 16, LD, acc);
-                                CHECK(!memcmp(c1, c2, sizeof(float) * 6 * LD),
-                                      "%s gemm_ib_np kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld acc %d: "
+                                               c2 + q * 16, LD, mode != 0);
+                                /* written columns must match; the rest still holds what it held */
+                                int same = 1;
+                                for (int64_t r = 0; r < 6; r++)
+                                    for (int64_t j = 0; j < LD; j++) {
+                                        const int in = r < mr && j < (np - 1) * 16 + nc_last;
+                                        same &= in ? c1[r * LD + j] == c2[r * LD + j]
+                                                   : c1[r * LD + j] == (float)((r * LD + j) % 5) - 2.0f;
+                                    }
+                                CHECK(same,
+                                      "%s gemm_ib_np kc %lld packed %d lda %lld mr %lld np %lld nc_last %lld mode %d: "
                                       "differs from per-panel calls",
                                       k->name, (long long)kc, packed, (long long)ldas[l], (long long)mr, (long long)np,
-                                      (long long)nc_last, acc);
+                                      (long long)nc_last, mode);
                             }
         }
     for (int l = 0; l < 3; l++) free(ap[l]);
@@ -1056,6 +1072,7 @@ static void sweep_gemm_ib_tall(const nconv_kernels *k, nconv_f32_gemm_ib_np_fn i
     float *al = malloc(sizeof(float) * KC * LDA), *bm = malloc(sizeof(float) * KC * NP * 16 * 2);
     float *c = malloc(sizeof(float) * TALL * LD);
     const float *rows[KC];
+    const float rinit[TALL] = {0.5f, -1.25f, 3.0f, 0.125f, -0.75f, 2.5f, 1.5f, -2.0f, 0.25f};
     for (int64_t i = 0; i < KC * LDA; i++) al[i] = (float)test_uniform(rng);
     for (int64_t i = 0; i < KC * NP * 16 * 2; i++) bm[i] = (float)test_uniform(rng);
     for (int64_t kc = KC - 1; kc <= KC; kc++)
@@ -1066,10 +1083,11 @@ static void sweep_gemm_ib_tall(const nconv_kernels *k, nconv_f32_gemm_ib_np_fn i
                 for (int64_t mr = 1; mr <= tall; mr++)
                     for (int64_t np = 1; np <= NP; np++)
                         for (int64_t nc_last = 1; nc_last <= 16; nc_last += 5)
-                            for (int acc = 0; acc < 2; acc++) {
+                            for (int acc = 0; acc < 3; acc++) { /* 2: from rinit */
                                 const float *a = al + (l == 1 ? 3 : 0);
                                 for (int64_t i = 0; i < TALL * LD; i++) c[i] = (float)(i % 5) - 2.0f;
-                                ib(mr, np, nc_last, kc, a, ldas[l], rows, boff, bs, c, LD, acc);
+                                ib(mr, np, nc_last, kc, a, ldas[l], rows, boff, bs, c, LD, acc == 2 ? rinit : NULL,
+                                   acc == 1 ? NCONV_GEMM_ACCUMULATE : 0);
                                 double err = 0;
                                 int outside = 0;
                                 for (int64_t r = 0; r < TALL; r++)
@@ -1080,7 +1098,7 @@ static void sweep_gemm_ib_tall(const nconv_kernels *k, nconv_f32_gemm_ib_np_fn i
                                             outside |= c[r * LD + j] != before;
                                             continue;
                                         }
-                                        double s = acc ? before : 0.0;
+                                        double s = acc == 1 ? before : acc == 2 ? rinit[r] : 0.0;
                                         for (int64_t kk = 0; kk < kc; kk++)
                                             s += (double)a[kk * ldas[l] + r] * rows[kk][boff + q * bs + j % 16];
                                         const double d = fabs(s - c[r * LD + j]);

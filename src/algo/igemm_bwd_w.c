@@ -116,7 +116,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
     }
     for (int64_t p0 = m0; p0 < m1; p0 += KC) {
         const int64_t kc = m1 - p0 < KC ? m1 - p0 : KC;
-        const int add = !fresh || p0 > m0;
+        const int add = !fresh || p0 > m0 ? NCONV_GEMM_ACCUMULATE : 0;
         /* Pixels advanced one by one: five divisions each cost conv1's bwd_w about 10%.
          * Pointwise problems need none: input pixel p is output pixel p. */
         pixel px;
@@ -226,7 +226,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         const float *a = inplace ? dyrows[0] + gi * g->Og + r0 : apack + (v % bc->tiles) * ts;
                         bc->k->gemm_ib_np(mr, np, nc_last, kc, a, inplace ? c->O : MR, pack ? brows : xrows,
                                           pack ? 0 : j0, pack ? KC * NR : NR, acc + (gt * rows_n + r0) * cols_n + j0,
-                                          cols_n, add);
+                                          cols_n, NULL, add);
                     }
                 }
             } else {
@@ -300,7 +300,7 @@ static void bw_range(const bw_ctx *bc, char *scratch, int64_t u0, int64_t u1, in
                         const int a_in = x_rows && ot < rows_n / MR; /* x's rows in place (see x_rows) */
                         const float *a = g->wfold || a_in ? xrows[k] + r0 : apack + ot * ts;
                         ib(mr, np, nc_last, e - k, a, a_in ? c->C : lda, brow + k, boff, bs,
-                           acc + (gt * rows_n + r0) * cols_n, cols_n, add);
+                           acc + (gt * rows_n + r0) * cols_n, cols_n, NULL, add);
                     }
                     k = e;
                 }

@@ -61,7 +61,7 @@ static void planes_cols_task(void *arg, int tid, int nthreads) {
         const int64_t np = nconv__div_up(len, NR), nc_last = len - (np - 1) * NR;
         for (int64_t q0 = 0; q0 < Q; q0 += MR)
             cc->k->gemm_ib_np(Q - q0 < MR ? Q - q0 : MR, np, nc_last, Og, cc->wq + q0 * Og, MR, b, boff, NR,
-                              cc->col + q0 * cc->rows + i, cc->rows, 0);
+                              cc->col + q0 * cc->rows + i, cc->rows, NULL, 0);
         i += len;
     }
 }

@@ -519,9 +519,8 @@ static void run_task(void *arg, int tid, int nthreads) {
         /* o[r * ldc + q - q0]: pixel q of row r (of the output itself when 16-bit rows are narrowed
          * by the kernel) */
         float *o = in_obuf ? obuf : cv ? NULL : (float *)out->data + og + q0;
-        /* z goes in before the GEMM (with the bias); a bias alone starts the rows (here where B is
-         * read in place: the indirect-B kernel has no start values). */
-        if (z || (pc->in_place && pc->init))
+        /* z goes in before the GEMM (with the bias); a bias alone starts the rows in the kernel */
+        if (z)
             for (int64_t r = 0; r < pc->rows; r++) {
                 const float b = pc->init ? pc->init[g * pc->rows + r] : 0.0f;
                 float *orow = o + r * ldc;
@@ -584,9 +583,12 @@ static void run_task(void *arg, int tid, int nthreads) {
                     const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                     const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                     const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
+                    /* The first row tile reads B's rows from memory, so the kernel fetches ahead
+                     * along them; the later tiles find them in cache, where fetches only cost. */
                     if (pc->in_place)
                         pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, frows + k0, q0 + j0 * NR, NR,
-                                          o + t * MR * ldc + j0 * NR, ldc, z || pc->init || k0 > 0);
+                                          o + t * MR * ldc + j0 * NR, ldc, rinit,
+                                          (flags & NCONV_GEMM_ACCUMULATE) | (t == 0 ? NCONV_GEMM_FETCH_B : 0));
                     else if (direct16)
                         pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
                                          (uint16_t *)out->data + og + t * MR * ldc + q0 + j0 * NR, ldc, rinit,

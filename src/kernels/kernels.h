@@ -148,10 +148,14 @@ typedef nconv_f32_gemm_ib_t *nconv_f32_gemm_ib_fn;
  * sums, bit for bit): panel q reads columns boff + q * bs + j of the B rows
  * and writes c + q * 16 + j, j < 16, or j < nc_last in the last panel. A is
  * read as a[k * lda + r] (lda 6: packed; otherwise rows of a matrix, which
- * may overlap: lda < 6 is allowed). */
+ * may overlap: lda < 6 is allowed). flags: NCONV_GEMM_ACCUMULATE (C is read
+ * and added to), else rinit[r] starts row r's sums where rinit is not NULL
+ * (the same bits as C holding rinit[r] and accumulating); NCONV_GEMM_FETCH_B:
+ * B rows read from memory once (activation planes) have the columns of the
+ * panels after the current ones fetched while it is reduced (x86 kernels). */
 typedef void nconv_f32_gemm_ib_np_t(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                         int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c, int64_t ldc,
-                                        int accumulate);
+                                        const float *rinit, int flags);
 typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
 
 /* The same with up to 7 rows (mr <= 7, A read as a[k * lda + r] for r < 7), for tile rows that
@@ -167,7 +171,13 @@ typedef nconv_f32_gemm_ib_np_t *nconv_f32_gemm_ib_np_fn;
  * stores where c and ldc keep the kernel's vectors aligned (the kernel checks);
  * the caller fences (_mm_sfence) before they are read.
  */
-enum { NCONV_GEMM_ACCUMULATE = 1, NCONV_GEMM_RELU = 2, NCONV_GEMM_BF16 = 4, NCONV_GEMM_STREAM = 8 };
+enum {
+    NCONV_GEMM_ACCUMULATE = 1,
+    NCONV_GEMM_RELU = 2,
+    NCONV_GEMM_BF16 = 4,
+    NCONV_GEMM_STREAM = 8,
+    NCONV_GEMM_FETCH_B = 16 /* gemm_ib_np only */
+};
 typedef void nconv_f32_gemm_t(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *b, float *c,
                                   int64_t ldc, const float *rinit, int flags);
 typedef nconv_f32_gemm_t *nconv_f32_gemm_fn;

@@ -3,6 +3,6 @@
 
 void nconv_f32_gemm_ib_7x16_np__generic(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                         int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                        int64_t ldc, int accumulate) {
-    gemm_ib_tall(7, mr, np, nc_last, kc, a, lda, b, boff, bs, c, ldc, accumulate);
+                                        int64_t ldc, const float *rinit, int flags) {
+    gemm_ib_tall(7, mr, np, nc_last, kc, a, lda, b, boff, bs, c, ldc, rinit, flags);
 }

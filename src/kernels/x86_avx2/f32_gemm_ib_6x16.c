@@ -6,7 +6,14 @@
 #include "../kernels.h"
 #include "avx2_util.h"
 
-static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m256 hi, int full, int accumulate) {
+/* Row r of C gets lo, hi, added to what it holds when accumulating, else to *start where start
+ * is not NULL. */
+static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m256 hi, int full, int accumulate,
+                             const float *start) {
+    if (!accumulate && start) {
+        const __m256 s = _mm256_set1_ps(*start);
+        lo = _mm256_add_ps(lo, s), hi = _mm256_add_ps(hi, s);
+    }
     if (full) {
         if (accumulate) lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr)), hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8));
         _mm256_storeu_ps(cr, lo), _mm256_storeu_ps(cr + 8, hi);
@@ -23,6 +30,7 @@ static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m25
 #define NCONV_IB_STEP(LOAD0, LOAD1)                                                       \
     do {                                                                                  \
         const float *bk = b[k] + boff;                                                    \
+        if (FETCH) _mm_prefetch((const char *)(bk + bs), _MM_HINT_T0);                    \
         const __m256 b0 = LOAD0, b1 = LOAD1;                                              \
         __m256 v = _mm256_broadcast_ss(a);                                                \
         c00 = _mm256_fmadd_ps(v, b0, c00), c01 = _mm256_fmadd_ps(v, b1, c01);            \
@@ -38,8 +46,11 @@ static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m25
         c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);            \
     } while (0)
 
-static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
-               float *c, int64_t ldc, int accumulate) {
+/* fetch: the next panel's columns (bs floats on) of each B row are fetched as the row is read. */
+static inline __attribute__((always_inline)) void ib_fetch(int64_t mr, int64_t nc, int64_t kc, const float *a,
+                                                           int64_t lda, const float *const *b, int64_t boff, int64_t bs,
+                                                           float *c, int64_t ldc, const float *rinit, int accumulate,
+                                                           const int FETCH) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const __m256i m0 = nconv__avx2_mask(nc), m1 = nconv__avx2_mask(nc - 8);
@@ -50,22 +61,34 @@ static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, 
         for (int64_t k = 0; k < kc; k++, a += lda) NCONV_IB_STEP(_mm256_maskload_ps(bk, m0), _mm256_maskload_ps(bk + 8, m1));
     }
     const int full = nc == 16;
-    store_row(c, m0, m1, c00, c01, full, accumulate);
-    if (mr > 1) store_row(c + ldc, m0, m1, c10, c11, full, accumulate);
-    if (mr > 2) store_row(c + 2 * ldc, m0, m1, c20, c21, full, accumulate);
-    if (mr > 3) store_row(c + 3 * ldc, m0, m1, c30, c31, full, accumulate);
-    if (mr > 4) store_row(c + 4 * ldc, m0, m1, c40, c41, full, accumulate);
-    if (mr > 5) store_row(c + 5 * ldc, m0, m1, c50, c51, full, accumulate);
+    store_row(c, m0, m1, c00, c01, full, accumulate, rinit);
+    if (mr > 1) store_row(c + ldc, m0, m1, c10, c11, full, accumulate, rinit ? rinit + 1 : NULL);
+    if (mr > 2) store_row(c + 2 * ldc, m0, m1, c20, c21, full, accumulate, rinit ? rinit + 2 : NULL);
+    if (mr > 3) store_row(c + 3 * ldc, m0, m1, c30, c31, full, accumulate, rinit ? rinit + 3 : NULL);
+    if (mr > 4) store_row(c + 4 * ldc, m0, m1, c40, c41, full, accumulate, rinit ? rinit + 4 : NULL);
+    if (mr > 5) store_row(c + 5 * ldc, m0, m1, c50, c51, full, accumulate, rinit ? rinit + 5 : NULL);
+}
+
+static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
+               int64_t bs, float *c, int64_t ldc, const float *rinit, int accumulate) {
+    ib_fetch(mr, nc, kc, a, lda, b, boff, bs, c, ldc, rinit, accumulate, 0);
+}
+
+static void ib_next(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b,
+                    int64_t boff, int64_t bs, float *c, int64_t ldc, const float *rinit, int accumulate) {
+    ib_fetch(mr, nc, kc, a, lda, b, boff, bs, c, ldc, rinit, accumulate, 1);
 }
 
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate) {
-    ib(mr, nc, kc, a, 6, b, boff, c, ldc, accumulate);
+    ib(mr, nc, kc, a, 6, b, boff, 0, c, ldc, NULL, accumulate);
 }
 
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                      int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                     int64_t ldc, int accumulate) {
+                                     int64_t ldc, const float *rinit, int flags) {
+    const int accumulate = flags & NCONV_GEMM_ACCUMULATE;
     for (int64_t q = 0; q < np; q++)
-        ib(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, accumulate);
+        (flags & NCONV_GEMM_FETCH_B ? ib_next : ib)(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs,
+                                                    c + q * 16, ldc, rinit, accumulate);
 }

@@ -164,22 +164,24 @@ static inline __attribute__((always_inline)) void nconv__avx512_transpose_16x16(
         NCONV_AVX512_ROW2(e, f, 5, bq, br, ak);                                                           \
     } while (0)
 
-/* Row r of C (lanes in m) gets v, added to what it holds when accumulating. */
-static inline void nconv__avx512_store_row(float *cr, __mmask16 m, __m512 v, int accumulate) {
+/* Row r of C (lanes in m) gets v, added to what it holds when accumulating, else to *start
+ * where start is not NULL. */
+static inline void nconv__avx512_store_row(float *cr, __mmask16 m, __m512 v, int accumulate, const float *start) {
     if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cr));
+    else if (start) v = _mm512_add_ps(v, _mm512_set1_ps(*start));
     _mm512_mask_storeu_ps(cr, m, v);
 }
 
-/* Rows r < min(mr, 6) of one panel's accumulators acc0 .. acc5 into C rows ldc floats apart
- * (the indirect-B kernels; the 7 x 16 one adds row 6). */
-#define NCONV_AVX512_STORE6(acc, cp, ldc, m, mr, accumulate)                                              \
+/* Rows r < min(mr, 6) of one panel's accumulators acc0 .. acc5 into C rows ldc floats apart,
+ * started at rinit[r] where rinit is not NULL (the 6 x 16 indirect-B kernels). */
+#define NCONV_AVX512_STORE6(acc, cp, ldc, m, mr, accumulate, rinit)                                       \
     do {                                                                                                  \
-        nconv__avx512_store_row(cp, m, acc##0, accumulate);                                               \
-        if ((mr) > 1) nconv__avx512_store_row((cp) + (ldc), m, acc##1, accumulate);                       \
-        if ((mr) > 2) nconv__avx512_store_row((cp) + 2 * (ldc), m, acc##2, accumulate);                   \
-        if ((mr) > 3) nconv__avx512_store_row((cp) + 3 * (ldc), m, acc##3, accumulate);                   \
-        if ((mr) > 4) nconv__avx512_store_row((cp) + 4 * (ldc), m, acc##4, accumulate);                   \
-        if ((mr) > 5) nconv__avx512_store_row((cp) + 5 * (ldc), m, acc##5, accumulate);                   \
+        nconv__avx512_store_row(cp, m, acc##0, accumulate, rinit);                                        \
+        if ((mr) > 1) nconv__avx512_store_row((cp) + (ldc), m, acc##1, accumulate, (rinit) ? (rinit) + 1 : NULL); \
+        if ((mr) > 2) nconv__avx512_store_row((cp) + 2 * (ldc), m, acc##2, accumulate, (rinit) ? (rinit) + 2 : NULL); \
+        if ((mr) > 3) nconv__avx512_store_row((cp) + 3 * (ldc), m, acc##3, accumulate, (rinit) ? (rinit) + 3 : NULL); \
+        if ((mr) > 4) nconv__avx512_store_row((cp) + 4 * (ldc), m, acc##4, accumulate, (rinit) ? (rinit) + 4 : NULL); \
+        if ((mr) > 5) nconv__avx512_store_row((cp) + 5 * (ldc), m, acc##5, accumulate, (rinit) ? (rinit) + 5 : NULL); \
     } while (0)
 
 #endif

@@ -23,7 +23,7 @@
     } while (0)
 
 static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
-               float *c, int64_t ldc, int accumulate) {
+               float *c, int64_t ldc, const float *rinit, int accumulate) {
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
     __m512 o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
     const __mmask16 m = nconv__avx512_mask(nc);
@@ -39,23 +39,25 @@ static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, 
 #undef LOAD_MASKED
     e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
     e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
-    NCONV_AVX512_STORE6(e, c, ldc, m, mr, accumulate);
+    NCONV_AVX512_STORE6(e, c, ldc, m, mr, accumulate, rinit);
 }
 
 void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                     int64_t boff, float *c, int64_t ldc, int accumulate) {
-    ib(mr, nc, kc, a, 6, b, boff, c, ldc, accumulate);
+    ib(mr, nc, kc, a, 6, b, boff, c, ldc, NULL, accumulate);
 }
 
 /* Two panels at once, each broadcast of A feeding both (as igemm_np); the
  * same sums per panel as the kernel above, bit for bit. The pair's
- * reduction, the second panel's B read by LOAD2(p) (full or masked). */
-#define IB_KLOOP2(LOAD2)                                                                                  \
+ * reduction, the second panel's B read by LOAD2(p) (full or masked), the
+ * next pair's columns of each B row fetched by FETCH(row). */
+#define IB_KLOOP2(LOAD2, FETCH)                                                                           \
     do {                                                                                                  \
         const float *ak = a;                                                                              \
         int64_t k = 0;                                                                                    \
         for (; k + 1 < kc; k += 2, ak += 2 * lda) {                                                       \
             const float *b0 = b[k] + off, *b1 = b[k + 1] + off;                                           \
+            FETCH(b0), FETCH(b1);                                                                         \
             const __m512 bq0 = _mm512_loadu_ps(b0), br0 = LOAD2(b0 + bs);                                 \
             const __m512 bq1 = _mm512_loadu_ps(b1), br1 = LOAD2(b1 + bs);                                 \
             NCONV_AVX512_FMA12(e, f, bq0, br0, ak);                                                   \
@@ -70,7 +72,8 @@ void nconv_f32_gemm_ib_6x16__avx512(int64_t mr, int64_t nc, int64_t kc, const fl
 
 void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                        int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
-                                       int64_t ldc, int accumulate) {
+                                       int64_t ldc, const float *rinit, int flags) {
+    const int accumulate = flags & NCONV_GEMM_ACCUMULATE;
     int64_t q = 0;
     for (; q + 1 < np; q += 2) {
         const int64_t off = boff + q * bs;
@@ -88,19 +91,26 @@ void nconv_f32_gemm_ib_6x16_np__avx512(int64_t mr, int64_t np, int64_t nc_last, 
         __m512 p0 = e0, p1 = e0, p2 = e0, p3 = e0, p4 = e0, p5 = e0;
 #define LOAD_FULL(p) _mm512_loadu_ps(p)
 #define LOAD_MASKED(p) _mm512_maskz_loadu_ps(m, p)
-        if (m == 0xffff)
-            IB_KLOOP2(LOAD_FULL);
+#define FETCH_NONE(row) (void)(row)
+#define FETCH_NEXT(row)                                                                                   \
+    _mm_prefetch((const char *)((row) + 2 * bs), _MM_HINT_T0), _mm_prefetch((const char *)((row) + 3 * bs), _MM_HINT_T0)
+        if (m != 0xffff)
+            IB_KLOOP2(LOAD_MASKED, FETCH_NONE);
+        else if (flags & NCONV_GEMM_FETCH_B)
+            IB_KLOOP2(LOAD_FULL, FETCH_NEXT);
         else
-            IB_KLOOP2(LOAD_MASKED);
+            IB_KLOOP2(LOAD_FULL, FETCH_NONE);
 #undef LOAD_FULL
 #undef LOAD_MASKED
+#undef FETCH_NONE
+#undef FETCH_NEXT
         float *cq = c + q * 16;
         e0 = _mm512_add_ps(e0, o0), e1 = _mm512_add_ps(e1, o1), e2 = _mm512_add_ps(e2, o2);
         e3 = _mm512_add_ps(e3, o3), e4 = _mm512_add_ps(e4, o4), e5 = _mm512_add_ps(e5, o5);
         f0 = _mm512_add_ps(f0, p0), f1 = _mm512_add_ps(f1, p1), f2 = _mm512_add_ps(f2, p2);
         f3 = _mm512_add_ps(f3, p3), f4 = _mm512_add_ps(f4, p4), f5 = _mm512_add_ps(f5, p5);
-        NCONV_AVX512_STORE6(e, cq, ldc, 0xffff, mr, accumulate);
-        NCONV_AVX512_STORE6(f, cq + 16, ldc, m, mr, accumulate);
+        NCONV_AVX512_STORE6(e, cq, ldc, 0xffff, mr, accumulate, rinit);
+        NCONV_AVX512_STORE6(f, cq + 16, ldc, m, mr, accumulate, rinit);
     }
-    if (q < np) ib(mr, nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, accumulate);
+    if (q < np) ib(mr, nc_last, kc, a, lda, b, boff + q * bs, c + q * 16, ldc, rinit, accumulate);
 }

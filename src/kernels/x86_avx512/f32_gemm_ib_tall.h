@@ -24,16 +24,19 @@ static inline __attribute__((always_inline)) void ib_tall_fma(int rows, __m512 *
 
 /* Rows r < mr of acc into C rows ldc floats apart, columns of mask m. */
 static inline __attribute__((always_inline)) void ib_tall_store(int rows, const __m512 *acc, float *cp, int64_t ldc,
-                                                                __mmask16 m, int64_t mr, int accumulate) {
+                                                                __mmask16 m, int64_t mr, int accumulate,
+                                                                const float *rinit) {
 #pragma GCC unroll 9
     for (int r = 0; r < rows; r++)
-        if (r < mr) nconv__avx512_store_row(cp + r * ldc, m, acc[r], accumulate);
+        if (r < mr) nconv__avx512_store_row(cp + r * ldc, m, acc[r], accumulate, rinit ? rinit + r : NULL);
 }
 
 static inline __attribute__((always_inline)) void gemm_ib_tall(int rows, int64_t mr, int64_t np, int64_t nc_last,
                                                                int64_t kc, const float *a, int64_t lda,
                                                                const float *const *b, int64_t boff, int64_t bs,
-                                                               float *c, int64_t ldc, int accumulate) {
+                                                               float *c, int64_t ldc, const float *rinit,
+                                                               int flags) {
+    const int accumulate = flags & NCONV_GEMM_ACCUMULATE;
     int64_t q = 0;
     for (; q + 1 < np; q += 2) { /* two panels: each broadcast of A feeds both */
         const int64_t off = boff + q * bs;
@@ -55,8 +58,8 @@ static inline __attribute__((always_inline)) void gemm_ib_tall(int rows, int64_t
             const float *bk = b[k] + off;
             ib_tall_fma(rows, e, _mm512_loadu_ps(bk), ak), ib_tall_fma(rows, f, _mm512_maskz_loadu_ps(m, bk + bs), ak);
         }
-        ib_tall_store(rows, e, c + q * 16, ldc, 0xffff, mr, accumulate);
-        ib_tall_store(rows, f, c + q * 16 + 16, ldc, m, mr, accumulate);
+        ib_tall_store(rows, e, c + q * 16, ldc, 0xffff, mr, accumulate, rinit);
+        ib_tall_store(rows, f, c + q * 16 + 16, ldc, m, mr, accumulate, rinit);
     }
     if (q < np) {
         const int64_t off = boff + q * bs;
@@ -66,7 +69,7 @@ static inline __attribute__((always_inline)) void gemm_ib_tall(int rows, int64_t
         for (int r = 0; r < rows; r++) e[r] = _mm512_setzero_ps();
         const float *ak = a;
         for (int64_t k = 0; k < kc; k++, ak += lda) ib_tall_fma(rows, e, _mm512_maskz_loadu_ps(m, b[k] + off), ak);
-        ib_tall_store(rows, e, c + q * 16, ldc, m, mr, accumulate);
+        ib_tall_store(rows, e, c + q * 16, ldc, m, mr, accumulate, rinit);
     }
 }
 
