@@ -60,12 +60,15 @@ enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
 enum { PICK_AHEAD = 4 };      /* planes between a pick's loads and its prefetches */
-/* 1x1 f32 layers with few output-side channels on planes of 512 pixels or more read B's rows
- * where they lie (the indirect-B kernel, a row pointer per plane) instead of copying them into
- * the packed B first: with at most 8 row tiles reading it, the copy cost more than it saved.
- * With more row tiles (or small planes), each reading every plane's run again, the packed B's
- * contiguous rows are faster. */
-enum { IN_PLACE_ROWS = 48, IN_PLACE_PIXELS = 512 };
+/* 1x1 f32 layers with few output-side channels, or (16-lane kernels) a short reduction, on planes
+ * of 512 pixels or more read B's rows where they lie (the indirect-B kernel, a row pointer per
+ * plane) instead of copying them into the packed B first: with up to 8 row tiles reading B (11
+ * with 16-lane kernels), or up to 43 over at most 48 planes, the copy cost more than it saved.
+ * With more row tiles over longer reductions (or small planes), each reading every plane's run
+ * again, the packed B's contiguous rows are faster; so they are for the 8-lane kernel, which
+ * reads A twice as often per product, from 9 row tiles on. */
+enum { IN_PLACE_ROWS = 48, IN_PLACE_ROWS16 = 64, IN_PLACE_SHORT_RED = 48, IN_PLACE_SHORT_ROWS = 256 };
+enum { IN_PLACE_PIXELS = 512 };
 /* f32 outputs larger than the L3 a core shares (32 MiB) are written with non-temporal stores by
  * the 16-lane kernels: smaller ones are still there when the next call reads them, and streaming
  * would send them to memory; the 8-lane GEMM is slow enough that the reads for ownership overlap
@@ -584,11 +587,12 @@ static void run_task(void *arg, int tid, int nthreads) {
                     const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                     const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
                     /* The first row tile reads B's rows from memory, so the kernel fetches ahead
-                     * along them; the later tiles find them in cache, where fetches only cost. */
+                     * along them where they are more than 16 (fewer, the hardware prefetcher
+                     * follows); the later tiles find them in cache, where fetches only cost. */
                     if (pc->in_place)
                         pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, frows + k0, q0 + j0 * NR, NR,
                                           o + t * MR * ldc + j0 * NR, ldc, rinit,
-                                          (flags & NCONV_GEMM_ACCUMULATE) | (t == 0 ? NCONV_GEMM_FETCH_B : 0));
+                                          (flags & NCONV_GEMM_ACCUMULATE) | (t == 0 && kc > 16 ? NCONV_GEMM_FETCH_B : 0));
                     else if (direct16)
                         pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
                                          (uint16_t *)out->data + og + t * MR * ldc + q0 + j0 * NR, ldc, rinit,
@@ -654,7 +658,10 @@ static nconv_status planes_run(const nconv_exec *e) {
     const int64_t out_numel = nconv__core_output_numel(nconv__exec_whole(e), e->dir);
     pc.stream = !pc.cv && !pc.scatter && e->k->dw_vl >= 16 && sizeof(float) * (size_t)out_numel >= PLANES_STREAM_BYTES;
     if (pc.stream && e->path) *e->path = "streamed stores";
-    pc.in_place = is_1x1(c) && !pc.cv && !pc.stream && pc.rows <= IN_PLACE_ROWS && pc.P >= IN_PLACE_PIXELS;
+    const int vl16 = e->k->dw_vl >= 16;
+    pc.in_place = is_1x1(c) && !pc.cv && !pc.stream && pc.P >= IN_PLACE_PIXELS &&
+                  (pc.rows <= (vl16 ? IN_PLACE_ROWS16 : IN_PLACE_ROWS) ||
+                   (vl16 && pc.red <= IN_PLACE_SHORT_RED && pc.rows <= IN_PLACE_SHORT_ROWS));
     if (pc.in_place && e->path) *e->path = "B in place";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);

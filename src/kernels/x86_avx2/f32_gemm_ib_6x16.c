@@ -46,7 +46,7 @@ static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m25
         c50 = _mm256_fmadd_ps(v, b0, c50), c51 = _mm256_fmadd_ps(v, b1, c51);            \
     } while (0)
 
-/* fetch: the next panel's columns (bs floats on) of each B row are fetched as the row is read. */
+/* FETCH: the next panel's columns (bs floats on) of each B row are fetched as the row is read. */
 static inline __attribute__((always_inline)) void ib_fetch(int64_t mr, int64_t nc, int64_t kc, const float *a,
                                                            int64_t lda, const float *const *b, int64_t boff, int64_t bs,
                                                            float *c, int64_t ldc, const float *rinit, int accumulate,
@@ -69,26 +69,19 @@ static inline __attribute__((always_inline)) void ib_fetch(int64_t mr, int64_t n
     if (mr > 5) store_row(c + 5 * ldc, m0, m1, c50, c51, full, accumulate, rinit ? rinit + 5 : NULL);
 }
 
-static void ib(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b, int64_t boff,
-               int64_t bs, float *c, int64_t ldc, const float *rinit, int accumulate) {
-    ib_fetch(mr, nc, kc, a, lda, b, boff, bs, c, ldc, rinit, accumulate, 0);
-}
-
-static void ib_next(int64_t mr, int64_t nc, int64_t kc, const float *a, int64_t lda, const float *const *b,
-                    int64_t boff, int64_t bs, float *c, int64_t ldc, const float *rinit, int accumulate) {
-    ib_fetch(mr, nc, kc, a, lda, b, boff, bs, c, ldc, rinit, accumulate, 1);
-}
-
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate) {
-    ib(mr, nc, kc, a, 6, b, boff, 0, c, ldc, NULL, accumulate);
+    ib_fetch(mr, nc, kc, a, 6, b, boff, 0, c, ldc, NULL, accumulate, 0);
 }
 
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
                                      int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
                                      int64_t ldc, const float *rinit, int flags) {
     const int accumulate = flags & NCONV_GEMM_ACCUMULATE;
-    for (int64_t q = 0; q < np; q++)
-        (flags & NCONV_GEMM_FETCH_B ? ib_next : ib)(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs,
-                                                    c + q * 16, ldc, rinit, accumulate);
+    if (flags & NCONV_GEMM_FETCH_B)
+        for (int64_t q = 0; q < np; q++)
+            ib_fetch(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 1);
+    else
+        for (int64_t q = 0; q < np; q++)
+            ib_fetch(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 0);
 }
