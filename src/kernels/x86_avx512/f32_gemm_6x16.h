@@ -115,6 +115,9 @@ static inline __attribute__((always_inline)) void all_panels(int64_t mr, int64_t
         for (; k + 1 < kc; k += 2, ak += 2 * lda, bq += 32, br += 32) {
             const __m512 bq0 = _mm512_loadu_ps(bq), br0 = _mm512_loadu_ps(br);
             const __m512 bq1 = _mm512_loadu_ps(bq + 16), br1 = _mm512_loadu_ps(br + 16);
+            /* A comes from L2 (each row tile's weights are read once per call, B stays in L1):
+             * its lines are fetched 16 steps ahead */
+            _mm_prefetch((const char *)(ak + 16 * lda), _MM_HINT_T0);
             NCONV_AVX512_FMA12(e, f, bq0, br0, ak);
             NCONV_AVX512_FMA12(o, p, bq1, br1, ak + lda);
         }
