@@ -60,13 +60,13 @@ enum { LONG_TILES = 128 };
 enum { L1_B_FLOATS = 8192 }; /* B read by every row tile in turn: 32 KiB, in L1 */
 enum { PACK_TILES = 8 };      /* bwd_d's A tiles packed side by side */
 enum { PICK_AHEAD = 4 };      /* planes between a pick's loads and its prefetches */
-/* 1x1 f32 layers with few output-side channels, or (16-lane kernels) a short reduction, on planes
- * of 512 pixels or more read B's rows where they lie (the indirect-B kernel, a row pointer per
- * plane) instead of copying them into the packed B first: with up to 8 row tiles reading B (11
- * with 16-lane kernels), or up to 43 over at most 48 planes, the copy cost more than it saved.
- * With more row tiles over longer reductions (or small planes), each reading every plane's run
- * again, the packed B's contiguous rows are faster; so they are for the 8-lane kernel, which
- * reads A twice as often per product, from 9 row tiles on. */
+/* 1x1 f32 layers with few output-side channels on planes of 512 pixels or more read B's rows where
+ * they lie (the indirect-B kernel, a row pointer per plane) instead of copying them into the
+ * packed B first: with up to 8 row tiles reading B, the copy cost more than it saved. With 16-lane
+ * kernels that holds up to 11 row tiles, and up to 43 over a reduction of at most 48 planes. With
+ * more row tiles over longer reductions (or small planes), each reading every plane's run again,
+ * the packed B's contiguous rows are faster (for the 8-lane kernel, which reads A twice as often
+ * per product, from 9 row tiles on). */
 enum { IN_PLACE_ROWS = 48, IN_PLACE_ROWS16 = 64, IN_PLACE_SHORT_RED = 48, IN_PLACE_SHORT_ROWS = 256 };
 enum { IN_PLACE_PIXELS = 512 };
 /* f32 outputs larger than the L3 a core shares (32 MiB) are written with non-temporal stores by
@@ -592,7 +592,8 @@ static void run_task(void *arg, int tid, int nthreads) {
                     if (pc->in_place)
                         pc->k->gemm_ib_np(mr, nj, ncl, kc, a, MR, frows + k0, q0 + j0 * NR, NR,
                                           o + t * MR * ldc + j0 * NR, ldc, rinit,
-                                          (flags & NCONV_GEMM_ACCUMULATE) | (t == 0 && kc > 16 ? NCONV_GEMM_FETCH_B : 0));
+                                          (flags & NCONV_GEMM_ACCUMULATE) |
+                                              (t == 0 && kc > 16 ? NCONV_GEMM_FETCH_B : 0));
                     else if (direct16)
                         pc->k->gemm_np16(mr, nj, ncl, kc, a, MR, bj, kc * NR,
                                          (uint16_t *)out->data + og + t * MR * ldc + q0 + j0 * NR, ldc, rinit,

@@ -78,10 +78,11 @@ void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, in
                                      int64_t lda, const float *const *b, int64_t boff, int64_t bs, float *c,
                                      int64_t ldc, const float *rinit, int flags) {
     const int accumulate = flags & NCONV_GEMM_ACCUMULATE;
-    if (flags & NCONV_GEMM_FETCH_B)
-        for (int64_t q = 0; q < np; q++)
-            ib_fetch(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 1);
-    else
-        for (int64_t q = 0; q < np; q++)
-            ib_fetch(mr, q + 1 < np ? 16 : nc_last, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 0);
+    for (int64_t q = 0; q < np; q++) {
+        const int64_t nc = q + 1 < np ? 16 : nc_last;
+        if (flags & NCONV_GEMM_FETCH_B)
+            ib_fetch(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 1);
+        else
+            ib_fetch(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 0);
+    }
 }
