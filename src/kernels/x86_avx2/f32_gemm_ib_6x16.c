@@ -47,7 +47,7 @@ static inline void store_row(float *cr, __m256i m0, __m256i m1, __m256 lo, __m25
     } while (0)
 
 /* FETCH: the next panel's columns (bs floats on) of each B row are fetched as the row is read. */
-static inline __attribute__((always_inline)) void ib_fetch(int64_t mr, int64_t nc, int64_t kc, const float *a,
+static inline __attribute__((always_inline)) void ib_panel(int64_t mr, int64_t nc, int64_t kc, const float *a,
                                                            int64_t lda, const float *const *b, int64_t boff, int64_t bs,
                                                            float *c, int64_t ldc, const float *rinit, int accumulate,
                                                            const int FETCH) {
@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) void ib_fetch(int64_t mr, int64_t n
 
 void nconv_f32_gemm_ib_6x16__avx2(int64_t mr, int64_t nc, int64_t kc, const float *a, const float *const *b,
                                   int64_t boff, float *c, int64_t ldc, int accumulate) {
-    ib_fetch(mr, nc, kc, a, 6, b, boff, 0, c, ldc, NULL, accumulate, 0);
+    ib_panel(mr, nc, kc, a, 6, b, boff, 0, c, ldc, NULL, accumulate, 0);
 }
 
 void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, int64_t kc, const float *a,
@@ -81,8 +81,8 @@ void nconv_f32_gemm_ib_6x16_np__avx2(int64_t mr, int64_t np, int64_t nc_last, in
     for (int64_t q = 0; q < np; q++) {
         const int64_t nc = q + 1 < np ? 16 : nc_last;
         if (flags & NCONV_GEMM_FETCH_B)
-            ib_fetch(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 1);
+            ib_panel(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 1);
         else
-            ib_fetch(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 0);
+            ib_panel(mr, nc, kc, a, lda, b, boff + q * bs, bs, c + q * 16, ldc, rinit, accumulate, 0);
     }
 }
