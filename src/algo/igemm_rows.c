@@ -49,6 +49,7 @@ typedef struct row_ctx {
 /* Rows are decoded as element offsets into the source and the output (NO_ROW: a row of zeros),
  * then made pointers into f32 operands or, for 16-bit ones, packed widened (see row_block). */
 enum { NO_ROW = -1 };
+enum { CROSS_PANELS = 8 }; /* panels per kernel call of a plane-store tile across images: a 3 KiB buffer */
 
 /* Input row starts of output row (n, o0, o1), one per (k0, k1): in the
  * W-padded copy when folded, else in x at the group's first channel; NO_ROW
@@ -507,17 +508,21 @@ static void row_block(const row_ctx *rc, const job *j, int64_t u, const row_scra
                                         rc->pch, init, rc->flags);
                     continue;
                 }
-                /* A tile across images, or the last: through a small buffer, a panel at a time. */
-                for (int64_t q = q0; q < q1; q++) {
-                    const int64_t nc = q + 1 < q1 ? NR : nc_last;
-                    float tbuf[MR][NR], *tp[MR];
-                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf[r];
-                    rc->k->igemm(mr, nc, kcc, j->ks, at, a_off, rc->zero, wq + (q - q0) * j->ks * g->kc * NR, tp,
-                                 init + (q - q0) * NR, rc->flags);
+                /* A tile across images, or the last: its panels into a small buffer, a few at a
+                 * time by the kernel of whole tiles (one panel per call read A once per panel),
+                 * then each row into its image's planes. */
+                for (int64_t qa = q0; qa < q1; qa += CROSS_PANELS) {
+                    const int64_t qb = q1 - qa < CROSS_PANELS ? q1 : qa + CROSS_PANELS;
+                    float tbuf[MR * CROSS_PANELS * NR], *tp[MR];
+                    for (int64_t r = 0; r < MR; r++) tp[r] = tbuf + r * CROSS_PANELS * NR;
+                    rc->k->igemm_np(mr, qb - qa, qb == q1 ? nc_last : NR, kcc, j->ks, at, a_off, rc->zero,
+                                    wq + (qa - q0) * j->ks * g->kc * NR, j->ks * g->kc * NR, tp, init + (qa - q0) * NR,
+                                    rc->flags & NCONV_IGEMM_RELU);
+                    const int64_t nc = (qb - qa - 1) * NR + (qb == q1 ? nc_last : NR);
                     for (int64_t r = 0; r < mr; r++) {
-                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + (ch0 + (q - q0) * NR) * rc->pch +
+                        float *d = rc->planes + ((i0 + r) / rc->S) * rc->pimg + (ch0 + (qa - q0) * NR) * rc->pch +
                                    (i0 + r) % rc->S;
-                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tbuf[r][jj];
+                        for (int64_t jj = 0; jj < nc; jj++) d[jj * rc->pch] = tp[r][jj];
                     }
                 }
             }
