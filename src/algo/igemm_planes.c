@@ -48,6 +48,7 @@ enum { MR = NCONV_MR, NR = NCONV_NR };
 enum { K_BLOCK = 256 };        /* reduction rows per block */
 enum { B_FLOATS = 32768 };     /* the packed B of a unit: 128 KiB, in L2 */
 enum { MIN_PIXELS = 4 * NR }; /* fewer pixels per plane waste too many lanes: the NHWC path takes them */
+enum { SPAN_SHORT_RED = K_BLOCK }; /* but units across images take those with reductions of one block (spans) */
 enum { THIN_RED = 64 };        /* fwd reductions up to this length are gathered per unit */
 enum { KGROUP = 8 };           /* 1x1: planes copied into B together (see run_task) */
 enum { O_FLOATS = 65536 };     /* 16-bit outputs: a unit's f32 rows before narrowing, 256 KiB */
@@ -108,6 +109,18 @@ static int64_t pixel_offset(const nconv_core *c, const nconv_view *x, int64_t p)
  * over whole rows of dx with the zeros between (scatter_unit). */
 static int scatters(const nconv_core *c, nconv_direction dir) { return dir == NCONV_DIR_BWD_D && picks(c); }
 
+/* f32 1x1 layers on small planes whose pixels are not whole tiles: units may run across images
+ * (span_unit), unless z is read or the output is streamed (planes_run). Planes of fewer than
+ * MIN_PIXELS pixels do so only over short reductions: over longer ones (several blocks, each
+ * adding to the unit's outputs again) the NHWC path stays faster. */
+static int spans(const nconv_core *c, nconv_direction dir) {
+    int64_t rows, red;
+    dims(c, dir, &rows, &red);
+    const int64_t P = nconv__core_out_spatial(c);
+    return c->dt == NCONV_F32 && is_1x1(c) && P % NR != 0 && P > NR && P * (int64_t)sizeof(float) <= 4096 &&
+           (P >= MIN_PIXELS || red <= SPAN_SHORT_RED);
+}
+
 /* 16-pixel tiles per unit: its packed B fits B_FLOATS and, with 16-bit outputs, its f32 rows
  * (every output-side channel of the group) fit O_FLOATS. */
 static int64_t unit_tiles(const nconv_core *c, nconv_direction dir) {
@@ -161,7 +174,7 @@ static int planes_shape(const nconv_core *c, nconv_direction dir) {
     if (c->dt != NCONV_F32 && c->dt != NCONV_F16 && c->dt != NCONV_BF16) return 0;
     /* bwd_w reduces over pixels: small planes lose no lanes */
     if (dir == NCONV_DIR_BWD_W) return (is_1x1(c) || picks(c)) && bw_block(c) > 0;
-    if (nconv__core_out_spatial(c) < MIN_PIXELS) return 0;
+    if (nconv__core_out_spatial(c) < MIN_PIXELS && !spans(c, dir)) return 0;
     if (is_1x1(c)) return 1;
     /* a scatter's units are whole output rows, at most a unit's tiles each */
     if (scatters(c, dir)) return c->out[2] <= unit_tiles(c, dir) * NR;
@@ -213,6 +226,7 @@ typedef struct planes_ctx {
     int relu;
     int stream;            /* NCONV_GEMM_STREAM on the last reduction block (PLANES_STREAM_BYTES) */
     int in_place;          /* 1x1: B's rows read from the planes by the indirect-B kernel (see IN_PLACE_ROWS) */
+    int span;              /* units over the pixels of every image in turn (see span_unit) */
     nconv_convert16_fn cv; /* 16-bit operands: their conversion (NULL: f32) */
     char *scratch;         /* per thread, scratch_bytes(c, dir) rounded */
 } planes_ctx;
@@ -476,7 +490,91 @@ static void scatter_unit(const nconv_core *c, const nconv_view *dx, nconv_conver
     }
 }
 
-/* A unit is pt tiles of 16 pixels of one (image, group). Planes lie pages
+/* A spanning unit (pc->span): f32 1x1 on small planes whose pixels are not whole tiles. The unit
+ * runs over pixels [q0, q1) of group g in the order of all images' planes one after another
+ * (q = n * P + p), so that only the batch's last tile is part-filled (a 7 x 7 plane filled 49 of
+ * 64 lanes on its own, a 14 x 14 one 196 of 208). B's tiles are packed from one image's planes or
+ * from two (P >= NR: never more); the GEMM writes runs of tiles inside one image in place, and a
+ * tile across images through tb, whose columns are then written to both images (and read back
+ * from them before a later reduction block adds to them). The sums are those of the per-image
+ * units, bit for bit. */
+static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, float *bpack) {
+    const nconv_core *c = pc->e->c;
+    const nconv_view *src = pc->src, *out = pc->out;
+    const int64_t P = pc->P, ldc = out->stride[1];
+    const int64_t sg = g * (pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G) * src->stride[1];
+    const float *x = (const float *)src->data + sg;
+    float *y = (float *)out->data + g * pc->rows * ldc;
+    const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
+    /* tile j: image img[j], its first pixel px[j] there, and of its width the part len[j] in it
+     * (the rest, if any, from pixel 0 of image img[j] + 1) */
+    int64_t img[LONG_TILES], px[LONG_TILES], len[LONG_TILES], wid[LONG_TILES];
+    for (int64_t j = 0; j < np; j++) {
+        const int64_t q = q0 + j * NR;
+        img[j] = q / P, px[j] = q % P, wid[j] = j + 1 < np ? NR : nc_last;
+        len[j] = wid[j] < P - px[j] ? wid[j] : P - px[j];
+    }
+    for (int64_t k0 = 0; k0 < pc->red; k0 += K_BLOCK) {
+        const int64_t kc = pc->red - k0 < K_BLOCK ? pc->red - k0 : K_BLOCK;
+        /* tile j's run of plane k at bpack[j][k], a group of planes at a time (as run_task) */
+        for (int64_t kg = 0; kg < kc; kg += KGROUP) {
+            const int64_t ke = kc - kg < KGROUP ? kc : kg + KGROUP;
+            for (int64_t j = 0; j < np; j++) {
+                const float *b = x + img[j] * src->stride[0] + px[j];
+                for (int64_t k = kg; k < ke; k++) {
+                    float *d = bpack + (j * kc + k) * NR;
+                    const float *bk = b + (k0 + k) * src->stride[1];
+                    if (len[j] == NR) {
+                        memcpy(d, bk, sizeof(float) * NR);
+                        continue;
+                    }
+                    memcpy(d, bk, sizeof(float) * (size_t)len[j]);
+                    memcpy(d + len[j], bk + src->stride[0] - px[j], sizeof(float) * (size_t)(wid[j] - len[j]));
+                    memset(d + wid[j], 0, sizeof(float) * (size_t)(NR - wid[j]));
+                }
+            }
+        }
+        const int last = k0 + kc == pc->red;
+        const int flags = (k0 > 0 ? NCONV_GEMM_ACCUMULATE : 0) | (pc->relu && last ? NCONV_GEMM_RELU : 0);
+        int64_t chunk = np; /* as run_task: B's tiles in L1 while every row tile reads them */
+        if (pc->k->dw_vl >= 16 && kc * NR * np > 2 * L1_B_FLOATS) {
+            chunk = L1_B_FLOATS / (kc * NR);
+            chunk = chunk < 2 ? 2 : chunk;
+        }
+        for (int64_t j0 = 0; j0 < np; j0 += chunk) {
+            const int64_t j1 = np - j0 < chunk ? np : j0 + chunk;
+            for (int64_t t = 0; t < pc->tiles; t++) {
+                const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
+                const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
+                const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
+                float *yt = y + t * MR * ldc;
+                for (int64_t j = j0, je; j < j1; j = je) {
+                    float *yj = yt + img[j] * out->stride[0] + px[j];
+                    if (len[j] == wid[j]) { /* tiles j .. je - 1 inside one image: in place */
+                        for (je = j + 1; je < j1 && img[je] == img[j] && len[je] == wid[je];) je++;
+                        pc->k->gemm_np(mr, je - j, wid[je - 1], kc, a, MR, bpack + j * kc * NR, kc * NR, yj, ldc,
+                                       rinit, flags);
+                        continue;
+                    }
+                    je = j + 1; /* a tile across images: its columns through tb */
+                    float tb[MR * NR], *yn = yt + (img[j] + 1) * out->stride[0];
+                    const size_t l0 = sizeof(float) * (size_t)len[j], l1 = sizeof(float) * (size_t)(wid[j] - len[j]);
+                    for (int64_t r = 0; r < mr && k0 > 0; r++) {
+                        memcpy(tb + r * NR, yj + r * ldc, l0);
+                        memcpy(tb + r * NR + len[j], yn + r * ldc, l1);
+                    }
+                    pc->k->gemm_np(mr, 1, wid[j], kc, a, MR, bpack + j * kc * NR, kc * NR, tb, NR, rinit, flags);
+                    for (int64_t r = 0; r < mr; r++) {
+                        memcpy(yj + r * ldc, tb + r * NR, l0);
+                        memcpy(yn + r * ldc, tb + r * NR + len[j], l1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* A unit is pt tiles of 16 pixels of one (image, group) (or, spanning, see span_unit). Planes lie pages
  * apart, so each row tile writes its rows for all pt tiles in turn, and B
  * is copied for all of them at once: both touch each page once per unit
  * rather than once per tile (planes smaller than a page may run long
@@ -504,6 +602,23 @@ static void run_task(void *arg, int tid, int nthreads) {
     const int flags16 = c->dt == NCONV_BF16 ? NCONV_GEMM_BF16 : 0;
     const int64_t ldc = in_obuf ? pc->pt * NR : out->stride[1];
     const int64_t src_group = pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G; /* channels of src per group */
+    if (pc->span) { /* a thread's run of (group, image) pairs, each group's images one span cut into
+                     * units of pt tiles: threads write no cache line in common. With fewer pairs
+                     * than threads, a run of (group, tile) pairs: threads share the lines where
+                     * their runs meet. */
+        const int64_t pixels = c->N * pc->P, step = c->N * c->G >= nthreads ? pc->P : NR;
+        const int64_t per = nconv__div_up(pixels, step); /* images or tiles of a group */
+        int64_t u0, u1;
+        nconv__split(c->G * per, tid, nthreads, &u0, &u1);
+        for (int64_t u = u0; u < u1;) {
+            const int64_t g = u / per, s0 = u % per, s1 = per - s0 < u1 - u ? per : s0 + (u1 - u);
+            const int64_t q1 = s1 * step < pixels ? s1 * step : pixels;
+            for (int64_t q = s0 * step; q < q1; q += pc->pt * NR)
+                span_unit(pc, g, q, q + pc->pt * NR < q1 ? q + pc->pt * NR : q1, bpack);
+            u += s1 - s0;
+        }
+        return;
+    }
     int64_t u0, u1;
     nconv__split(c->N * c->G * pc->blocks, tid, nthreads, &u0, &u1);
     int64_t cur = -1; /* the (image, group) brows hold */
@@ -664,6 +779,9 @@ static nconv_status planes_run(const nconv_exec *e) {
                   (pc.rows <= (vl16 ? IN_PLACE_ROWS16 : IN_PLACE_ROWS) ||
                    (vl16 && pc.red <= IN_PLACE_SHORT_RED && pc.rows <= IN_PLACE_SHORT_ROWS));
     if (pc.in_place && e->path) *e->path = "B in place";
+    pc.span = spans(c, e->dir) && !pc.cv && !pc.z && !pc.stream && !pc.in_place;
+    if (pc.P < MIN_PIXELS && !pc.span) return (nconv_status)NCONV__DECLINE_OWN; /* planes_shape let it in to span */
+    if (pc.span && e->path) *e->path = "units across images";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
     nconv__parallel(e, run_task, &pc);
     return NCONV_OK;
