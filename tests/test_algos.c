@@ -816,12 +816,14 @@ static void test_planes(void) {
                 /* a transposed strided 1x1 forward with z: the scatter declines it (z lies in its
                  * output, not in the unit's rows), the other directions run on the planes */
                 const int scatter_z = p.transposed && cases[i][5] == 1 && cases[i][6] > 1 && r.has_z;
-                /* and an f32 1x1 forward with z on planes of fewer than 64 pixels, which it takes
-                 * only in units across images (test_planes_span), which do not read z */
+                /* and a 1x1 forward with z on planes of fewer than 64 pixels, which it takes only in
+                 * units across images over reductions of one block (test_planes_span), which do
+                 * not read z */
                 int64_t pixels = 1;
                 for (int d = 0; d < p.ndims; d++) pixels *= p.in_size[d];
-                const int declines = scatter_z || (r.has_z && pixels < 64 && p.dtype == NCONV_F32 &&
-                                                   cases[i][5] == 1 && cases[i][6] == 1);
+                const int64_t red = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
+                const int declines =
+                    scatter_z || (r.has_z && pixels < 64 && cases[i][5] == 1 && cases[i][6] == 1 && red <= 256);
                 CHECK(!any || on_stem ||
                           (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes") == !declines),
                       "planes case %d dtype %d epi %d: the plane path did not run%s: %s", i, (int)p.dtype, epi,
@@ -1256,14 +1258,15 @@ static void test_planes_stream(void) {
     nconv_context_destroy(ctx);
 }
 
-/* igemm_planes' units across images (f32 1x1 at stride 1 on small planes whose pixels are not
- * whole 16-pixel tiles): a unit runs over the pixels of consecutive images, tiles across two
- * images through a buffer. Planes of 20 to 210 pixels (fewer than 64 only with reductions of one
- * block: else not igemm_planes'), a reduction of two blocks (a tile across images read back before
- * the second adds to it), groups, 1D, units of at most 8 tiles over a run of 119; every epilogue
- * (a forward with z: per-image units, or igemm where planes are small) against the reference, the
- * same bits for 1 and 3 threads (threads take runs of images, or of tiles where (group, image)
- * pairs are fewer than threads). NCONV_VERBOSE names the path on the 1-thread run where it must run. */
+/* igemm_planes' units across images (1x1 at stride 1 on small planes whose pixels are not whole
+ * 16-pixel tiles; f16 / bf16 over reductions of one block): a unit runs over the pixels of
+ * consecutive images, tiles across two images through a buffer. f32, f16 and bf16, planes of 20
+ * to 210 pixels (fewer than 64 only with reductions of one block: else not igemm_planes'), an
+ * f32 reduction of two blocks (a tile across images read back before the second adds to it),
+ * groups, 1D, units of at most 8 tiles over a run of 119; every epilogue (a forward with z:
+ * per-image units, or igemm where planes are small) against the reference, the same bits for 1
+ * and 3 threads (threads take runs of images, or of tiles where (group, image) pairs are fewer
+ * than threads). NCONV_VERBOSE names the path on the 1-thread run where it must run. */
 static void test_planes_span(void) {
     nconv_context *ref, *ctx;
     contexts("ref", NULL, &ref, &ctx);
@@ -1271,33 +1274,37 @@ static void test_planes_span(void) {
     /* ndims, N, C, O, G, size (2D: W one more) */
     const int64_t cases[][6] = {{2, 5, 40, 70, 1, 7},  {2, 3, 300, 24, 1, 13}, {2, 3, 24, 36, 2, 5},
                                 {1, 7, 16, 40, 1, 20}, {2, 2, 300, 40, 1, 7},  {2, 9, 100, 40, 1, 14}};
+    const nconv_dtype dts[] = {NCONV_F32, NCONV_F16, NCONV_BF16};
     int spans = 0;
-    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-        nconv_problem p;
-        nconv_problem_init(&p, (int)cases[i][0]);
-        p.batch = cases[i][1], p.in_channels = cases[i][2], p.out_channels = cases[i][3], p.groups = cases[i][4];
-        int64_t P = 1;
-        for (int d = 0; d < p.ndims; d++) P *= p.in_size[d] = cases[i][5] + d;
-        CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes span case %d: %s", i, nconv_last_error());
-        for (int epi = 0; epi < 4; epi++) {
-            operands r, a, b;
-            char text[1 << 14] = "";
-            run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
-            /* reductions: fwd over input channels, bwd_d over output channels, per group */
-            const int64_t red[2] = {p.in_channels / p.groups, p.out_channels / p.groups};
-            const char *core[2] = {"core=fwd,", "core=bwd_d,"};
-            for (int d = 0; d < 2; d++) {
-                const int want = (d == 1 || !r.has_z) && (P >= 64 || red[d] <= 256); /* z: fwd's */
-                const int ran = verbose_ran(text, core[d], "algo=igemm_planes,path=units across images");
-                CHECK(ran == want, "planes span case %d epi %d: %s across images %d, expected %d, in\n%s", i, epi,
-                      core[d], ran, want, text);
-                spans += ran;
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int di = 0; di < 3; di++) {
+            nconv_problem p;
+            nconv_problem_init(&p, (int)cases[i][0]);
+            p.batch = cases[i][1], p.in_channels = cases[i][2], p.out_channels = cases[i][3], p.groups = cases[i][4];
+            p.dtype = dts[di];
+            int64_t P = 1;
+            for (int d = 0; d < p.ndims; d++) P *= p.in_size[d] = cases[i][5] + d;
+            CHECK(nconv_problem_validate(&p) == NCONV_OK, "planes span case %d: %s", i, nconv_last_error());
+            for (int epi = 0; epi < 4; epi++) {
+                operands r, a, b;
+                char text[1 << 14] = "";
+                run_epi_1_3(ref, ctx, &p, LAYOUT_NCX, epi, &rng, &r, &a, &b, text, sizeof text);
+                /* reductions: fwd over input channels, bwd_d over output channels, per group */
+                const int64_t red[2] = {p.in_channels / p.groups, p.out_channels / p.groups};
+                const char *core[2] = {"core=fwd,", "core=bwd_d,"};
+                for (int d = 0; d < 2; d++) {
+                    const int want = (d == 1 || !r.has_z) && /* z: fwd's */
+                                     (p.dtype == NCONV_F32 ? P >= 64 || red[d] <= 256 : red[d] <= 256);
+                    const int ran = verbose_ran(text, core[d], "algo=igemm_planes,path=units across images");
+                    CHECK(ran == want, "planes span case %d dtype %d epi %d: %s across images %d, expected %d, in\n%s",
+                          i, (int)p.dtype, epi, core[d], ran, want, text);
+                    spans += ran;
+                }
+                check_1_3("planes span", i, LAYOUT_NCX, &p, &r, &a, &b, r.has_b);
+                operands_free(&r), operands_free(&a), operands_free(&b);
             }
-            check_1_3("planes span", i, LAYOUT_NCX, &p, &r, &a, &b, r.has_b);
-            operands_free(&r), operands_free(&a), operands_free(&b);
         }
-    }
-    CHECK(spans >= 16, "units across images ran %d times only", spans);
+    CHECK(spans >= 48, "units across images ran %d times only", spans);
     nconv_context_destroy(ref);
     nconv_context_destroy(ctx);
 }

@@ -109,16 +109,17 @@ static int64_t pixel_offset(const nconv_core *c, const nconv_view *x, int64_t p)
  * over whole rows of dx with the zeros between (scatter_unit). */
 static int scatters(const nconv_core *c, nconv_direction dir) { return dir == NCONV_DIR_BWD_D && picks(c); }
 
-/* f32 1x1 layers on small planes whose pixels are not whole tiles: units may run across images
- * (span_unit), unless z is read or the output is streamed (planes_run). Planes of fewer than
+/* 1x1 layers on small planes whose pixels are not whole tiles: units may run across images
+ * (span_unit), unless z is read or the output is streamed (planes_run); 16-bit ones where the
+ * kernel narrows the outputs as it stores them (one reduction block). Planes of fewer than
  * MIN_PIXELS pixels do so only over short reductions: over longer ones (several blocks, each
  * adding to the unit's outputs again) the NHWC path stays faster. */
 static int spans(const nconv_core *c, nconv_direction dir) {
     int64_t rows, red;
     dims(c, dir, &rows, &red);
     const int64_t P = nconv__core_out_spatial(c);
-    return c->dt == NCONV_F32 && is_1x1(c) && P % NR != 0 && P > NR && P * (int64_t)sizeof(float) <= 4096 &&
-           (P >= MIN_PIXELS || red <= SPAN_SHORT_RED);
+    return (c->dt == NCONV_F32 || (nconv__is_16bit(c->dt) && red <= K_BLOCK)) && is_1x1(c) && P % NR != 0 &&
+           P > NR && P * (int64_t)sizeof(float) <= 4096 && (P >= MIN_PIXELS || red <= SPAN_SHORT_RED);
 }
 
 /* 16-pixel tiles per unit: its packed B fits B_FLOATS and, with 16-bit outputs, its f32 rows
@@ -490,21 +491,25 @@ static void scatter_unit(const nconv_core *c, const nconv_view *dx, nconv_conver
     }
 }
 
-/* A spanning unit (pc->span): f32 1x1 on small planes whose pixels are not whole tiles. The unit
+/* A spanning unit (pc->span): 1x1 on small planes whose pixels are not whole tiles. The unit
  * runs over pixels [q0, q1) of group g in the order of all images' planes one after another
  * (q = n * P + p), so that only the batch's last tile is part-filled (a 7 x 7 plane filled 49 of
  * 64 lanes on its own, a 14 x 14 one 196 of 208). B's tiles are packed from one image's planes or
- * from two (P >= NR: never more); the GEMM writes runs of tiles inside one image in place, and a
- * tile across images through tb, whose columns are then written to both images (and read back
- * from them before a later reduction block adds to them). The sums are those of the per-image
- * units, bit for bit. */
-static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, float *bpack) {
+ * from two (P >= NR: never more; 16-bit planes widened a run per image into wide first); the GEMM
+ * writes runs of tiles inside one image in place (16-bit ones narrowed by the kernel), and a tile
+ * across images through tb, whose columns are then written (or narrowed) to both images, and
+ * read back from them before a later reduction block adds to them (f32 only: 16-bit spans are one
+ * block). The sums are those of the per-image units, bit for bit. */
+static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, float *bpack, float *wide) {
     const nconv_core *c = pc->e->c;
     const nconv_view *src = pc->src, *out = pc->out;
     const int64_t P = pc->P, ldc = out->stride[1];
     const int64_t sg = g * (pc->e->dir == NCONV_DIR_FWD ? c->C / c->G : c->O / c->G) * src->stride[1];
-    const float *x = (const float *)src->data + sg;
-    float *y = (float *)out->data + g * pc->rows * ldc;
+    const int64_t og = g * pc->rows * ldc;
+    const float *x = pc->cv ? NULL : (const float *)src->data + sg;
+    float *y = pc->cv ? NULL : (float *)out->data + og;
+    uint16_t *y16 = pc->cv ? (uint16_t *)out->data + og : NULL;
+    const int flags16 = c->dt == NCONV_BF16 ? NCONV_GEMM_BF16 : 0;
     const int64_t np = nconv__div_up(q1 - q0, NR), nc_last = q1 - q0 - (np - 1) * NR;
     /* tile j: image img[j], its first pixel px[j] there, and of its width the part len[j] in it
      * (the rest, if any, from pixel 0 of image img[j] + 1) */
@@ -519,10 +524,27 @@ static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, f
         /* tile j's run of plane k at bpack[j][k], a group of planes at a time (as run_task) */
         for (int64_t kg = 0; kg < kc; kg += KGROUP) {
             const int64_t ke = kc - kg < KGROUP ? kc : kg + KGROUP;
+            for (int64_t k = kg; pc->cv && k < ke; k++) /* plane k's pixels of the unit, widened */
+                for (int64_t q = q0, n; q < q1; q = (n + 1) * P) {
+                    n = q / P;
+                    const int64_t end = (n + 1) * P < q1 ? (n + 1) * P : q1;
+                    const uint16_t *plane = (const uint16_t *)src->data + n * src->stride[0] + sg;
+                    pc->cv(end - q, plane + (k0 + k) * src->stride[1] + q % P, wide + (k - kg) * pc->pt * NR + (q - q0),
+                           1);
+                }
             for (int64_t j = 0; j < np; j++) {
-                const float *b = x + img[j] * src->stride[0] + px[j];
+                const float *b = pc->cv ? NULL : x + img[j] * src->stride[0] + px[j];
                 for (int64_t k = kg; k < ke; k++) {
                     float *d = bpack + (j * kc + k) * NR;
+                    if (pc->cv && wid[j] == NR) {
+                        memcpy(d, wide + (k - kg) * pc->pt * NR + j * NR, sizeof(float) * NR);
+                        continue;
+                    }
+                    if (pc->cv) {
+                        memcpy(d, wide + (k - kg) * pc->pt * NR + j * NR, sizeof(float) * (size_t)wid[j]);
+                        memset(d + wid[j], 0, sizeof(float) * (size_t)(NR - wid[j]));
+                        continue;
+                    }
                     const float *bk = b + (k0 + k) * src->stride[1];
                     if (len[j] == NR) {
                         memcpy(d, bk, sizeof(float) * NR);
@@ -547,28 +569,40 @@ static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, f
                 const int64_t mr = pc->rows - t * MR < MR ? pc->rows - t * MR : MR;
                 const float *a = pc->apack + ((g * pc->tiles + t) * pc->red + k0) * MR;
                 const float *rinit = pc->init ? pc->init + g * pc->rows + t * MR : NULL;
-                float *yt = y + t * MR * ldc;
+                /* the tile's rows in image n at pixel p, f32 or 16-bit */
+#define SPAN_AT(base, n, p) ((base) + t * MR * ldc + (n) * out->stride[0] + (p))
                 for (int64_t j = j0, je; j < j1; j = je) {
-                    float *yj = yt + img[j] * out->stride[0] + px[j];
                     if (len[j] == wid[j]) { /* tiles j .. je - 1 inside one image: in place */
                         for (je = j + 1; je < j1 && img[je] == img[j] && len[je] == wid[je];) je++;
-                        pc->k->gemm_np(mr, je - j, wid[je - 1], kc, a, MR, bpack + j * kc * NR, kc * NR, yj, ldc,
-                                       rinit, flags);
+                        const float *bj = bpack + j * kc * NR;
+                        if (pc->cv)
+                            pc->k->gemm_np16(mr, je - j, wid[je - 1], kc, a, MR, bj, kc * NR,
+                                             SPAN_AT(y16, img[j], px[j]), ldc, rinit, flags | flags16);
+                        else
+                            pc->k->gemm_np(mr, je - j, wid[je - 1], kc, a, MR, bj, kc * NR, SPAN_AT(y, img[j], px[j]),
+                                           ldc, rinit, flags);
                         continue;
                     }
                     je = j + 1; /* a tile across images: its columns through tb */
-                    float tb[MR * NR], *yn = yt + (img[j] + 1) * out->stride[0];
-                    const size_t l0 = sizeof(float) * (size_t)len[j], l1 = sizeof(float) * (size_t)(wid[j] - len[j]);
+                    float tb[MR * NR];
+                    const int64_t n = img[j], l0 = len[j], l1 = wid[j] - len[j];
                     for (int64_t r = 0; r < mr && k0 > 0; r++) {
-                        memcpy(tb + r * NR, yj + r * ldc, l0);
-                        memcpy(tb + r * NR + len[j], yn + r * ldc, l1);
+                        memcpy(tb + r * NR, SPAN_AT(y, n, px[j]) + r * ldc, sizeof(float) * (size_t)l0);
+                        memcpy(tb + r * NR + l0, SPAN_AT(y, n + 1, 0) + r * ldc, sizeof(float) * (size_t)l1);
                     }
                     pc->k->gemm_np(mr, 1, wid[j], kc, a, MR, bpack + j * kc * NR, kc * NR, tb, NR, rinit, flags);
-                    for (int64_t r = 0; r < mr; r++) {
-                        memcpy(yj + r * ldc, tb + r * NR, l0);
-                        memcpy(yn + r * ldc, tb + r * NR + len[j], l1);
-                    }
+                    uint16_t tb16[MR * NR]; /* 16-bit: the tile narrowed at once, then its pieces moved */
+                    if (pc->cv) pc->cv(mr * NR, tb, tb16, 0);
+                    for (int64_t r = 0; r < mr; r++)
+                        if (pc->cv) {
+                            memcpy(SPAN_AT(y16, n, px[j]) + r * ldc, tb16 + r * NR, sizeof(uint16_t) * (size_t)l0);
+                            memcpy(SPAN_AT(y16, n + 1, 0) + r * ldc, tb16 + r * NR + l0, sizeof(uint16_t) * (size_t)l1);
+                        } else {
+                            memcpy(SPAN_AT(y, n, px[j]) + r * ldc, tb + r * NR, sizeof(float) * (size_t)l0);
+                            memcpy(SPAN_AT(y, n + 1, 0) + r * ldc, tb + r * NR + l0, sizeof(float) * (size_t)l1);
+                        }
                 }
+#undef SPAN_AT
             }
         }
     }
@@ -614,7 +648,7 @@ static void run_task(void *arg, int tid, int nthreads) {
             const int64_t g = u / per, s0 = u % per, s1 = per - s0 < u1 - u ? per : s0 + (u1 - u);
             const int64_t q1 = s1 * step < pixels ? s1 * step : pixels;
             for (int64_t q = s0 * step; q < q1; q += pc->pt * NR)
-                span_unit(pc, g, q, q + pc->pt * NR < q1 ? q + pc->pt * NR : q1, bpack);
+                span_unit(pc, g, q, q + pc->pt * NR < q1 ? q + pc->pt * NR : q1, bpack, wide);
             u += s1 - s0;
         }
         return;
@@ -779,7 +813,7 @@ static nconv_status planes_run(const nconv_exec *e) {
                   (pc.rows <= (vl16 ? IN_PLACE_ROWS16 : IN_PLACE_ROWS) ||
                    (vl16 && pc.red <= IN_PLACE_SHORT_RED && pc.rows <= IN_PLACE_SHORT_ROWS));
     if (pc.in_place && e->path) *e->path = "B in place";
-    pc.span = spans(c, e->dir) && !pc.cv && !pc.z && !pc.stream && !pc.in_place;
+    pc.span = spans(c, e->dir) && !pc.z && !pc.stream && !pc.in_place;
     if (pc.P < MIN_PIXELS && !pc.span) return (nconv_status)NCONV__DECLINE_OWN; /* planes_shape let it in to span */
     if (pc.span && e->path) *e->path = "units across images";
     if (!e->packed) nconv__parallel(e, pack_task, &pc);
