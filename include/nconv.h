@@ -89,8 +89,8 @@ typedef enum nconv_dtype {
     NCONV_F32 = 0,  /* float, f32 accumulation */
     NCONV_F64 = 1,  /* double, f64 accumulation */
     NCONV_F16 = 2,  /* IEEE half storage (uint16_t), f32 accumulation */
-    NCONV_BF16 = 3, /* bfloat16 storage (uint16_t), f32 accumulation (with AVX512-BF16, of the
-                     * products of bf16 pairs for forward and backward-data: docs/engine.md) */
+    NCONV_BF16 = 3, /* bfloat16 storage (uint16_t), f32 accumulation (with AVX512-BF16 on AMD CPUs, of
+                     * the products of bf16 pairs for forward and backward-data: docs/engine.md) */
     NCONV_C64 = 4,  /* complex: interleaved (real, imaginary) float pairs, f32 accumulation */
     NCONV_C128 = 5  /* complex: interleaved (real, imaginary) double pairs, f64 accumulation */
 } nconv_dtype;
@@ -231,7 +231,7 @@ NCONV_API nconv_status nconv_tensor_init(nconv_tensor *t, void *data, int rank, 
  *  policy (default heuristic) and the plan cache. The kernels are the best
  *  the CPU has, capped by the environment's NCONV_MAX_ISA (generic, avx2,
  *  avx512 or avx512_bf16, AVX-512 with the BF16 instructions, which narrow
- *  bf16 results in one instruction and multiply bf16 pairs; read once, at
+ *  bf16 results in one instruction and, on AMD CPUs, multiply bf16 pairs; read once, at
  *  the first call); any other value makes this and every computing call
  *  fail with NCONV_INVALID_ARGUMENT. With threads > 1 it keeps threads - 1
  *  worker threads, started by nconv_context_set_threads and

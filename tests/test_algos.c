@@ -670,14 +670,14 @@ static void test_pointwise(void) {
         /* the core's source channels: x's for fwd, y's for bwd_d (swapped when transposed) */
         const int64_t core_c = p.transposed ? p.out_channels : p.in_channels;
         const int64_t core_o = p.transposed ? p.in_channels : p.out_channels;
-        const int pairs = nconv__kernels()->bf16_igemm_np != NULL;
+        const int pairs = nconv__bf16_pairs(nconv__kernels());
         for (int di = 0; di < 3; di++)
             for (int epi = 0; epi < 4; epi += di ? 3 : 1) {
                 p.dtype = di == 0 ? NCONV_F32 : di == 1 ? NCONV_F16 : NCONV_BF16;
                 operands r, a, b;
                 char text[1 << 15] = "";
                 run_epi_1_3(ref, ctx, &p, LAYOUT_NXC, epi, &rng, &r, &a, &b, text, sizeof text);
-                /* bf16 on pairs where the kernel table has them and the reduction is of whole pairs */
+                /* bf16 on pairs where igemm takes them (nconv__bf16_pairs) and the reduction is of whole pairs */
                 const int fwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_c / p.groups) % 2 == 0;
                 const int bwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_o / p.groups) % 2 == 0;
                 const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
@@ -860,15 +860,15 @@ static void test_planes(void) {
     nconv_context_destroy(ctx);
 }
 
-/* igemm's row GEMM on bf16 pairs (where the kernel table has bf16_igemm_np: the portable one
- * and AVX512-BF16's), forward and backward-data: 1x1, strides (bwd_d's residue classes), groups,
+/* igemm's row GEMM on bf16 pairs (where it takes them, nconv__bf16_pairs: the portable table's
+ * bf16_igemm_np, and AVX512-BF16's on AMD's cores), forward and backward-data: 1x1, strides (bwd_d's residue classes), groups,
  * 1-3D, transposed, a reduction of several blocks (f32 rows summed, then narrowed), weights of
  * megabytes (panel-major), NCHW and strided (copied channels-last in bf16) and NHWC (read in
  * place), every epilogue, against the reference, the same bits for 1 and 3 threads; a plan's prepacked
  * weights (in pairs) give the one-shot call's bits. NCONV_VERBOSE names the path where the
  * reduction is of whole pairs (fwd: input channels per group even; bwd_d: output channels). */
 static void test_bf16_pairs(void) {
-    const int pairs = nconv__kernels()->bf16_igemm_np != NULL;
+    const int pairs = nconv__bf16_pairs(nconv__kernels());
     nconv_context *ref, *ctx;
     contexts("ref", "igemm", &ref, &ctx);
     uint64_t rng = 91;

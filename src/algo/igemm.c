@@ -242,7 +242,7 @@ size_t nconv__igemm_sizes(const nconv_core *c, const geo *gp, int threads, unsig
 }
 
 void nconv__igemm_set_dot16(const nconv_core *c, geo *g, const nconv_kernels *k) {
-    g->dot16 = c->dt == NCONV_BF16 && k->bf16_igemm_np && g->dir != NCONV_DIR_BWD_W && !g->dcols && !g->wfold &&
+    g->dot16 = c->dt == NCONV_BF16 && nconv__bf16_pairs(k) && g->dir != NCONV_DIR_BWD_W && !g->dcols && !g->wfold &&
                g->kc % 2 == 0 && g->kchunk % 2 == 0;
 }
 

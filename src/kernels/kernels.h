@@ -622,5 +622,11 @@ const char *nconv__isa_cap_invalid(void);
 const nconv_kernels *nconv__kernels_for(nconv_isa isa);
 /* nconv__kernels_for(nconv__detect_isa()). */
 const nconv_kernels *nconv__kernels(void);
+/* Whether bf16 runs on pairs (bf16_igemm_np) with table k: where k has the kernel, but in the
+ * AVX512-BF16 table only on AMD's cores, whose VDPBF16PS makes more products per second than the
+ * FMAs of f32 (Zen 5: the kernel at 1.76x the f32 FMA peak); Intel's Xeons (family 6, model 207)
+ * ran it at half their f32 kernel's rate, bf16 layers up to 2.2x f32's time (BENCHMARKS.md). The
+ * portable table keeps them. */
+int nconv__bf16_pairs(const nconv_kernels *k);
 
 #endif

@@ -28,6 +28,7 @@ static const nconv_kernels tables[] = {
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static nconv_isa isa_found = NCONV_ISA_GENERIC;
 static char isa_cap_bad[64]; /* the environment's string (its start) when it names no ISA */
+static int amd_cpu;           /* the vendor is AMD (see nconv__bf16_pairs) */
 
 static void isa_detect(void) {
     nconv_isa cap = NCONV_ISA_AVX512_BF16;
@@ -41,6 +42,12 @@ static void isa_detect(void) {
     /* libgcc also checks that the OS saves the registers (XCR0). */
     /* F16C (CPUID leaf 1, ECX bit 29), which not every compiler's __builtin_cpu_supports names */
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    char vendor[13] = "";
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) { /* the vendor string: EBX, EDX, ECX */
+        memcpy(vendor, &ebx, 4), memcpy(vendor + 4, &edx, 4), memcpy(vendor + 8, &ecx, 4);
+        vendor[12] = 0;
+    }
+    amd_cpu = !strcmp(vendor, "AuthenticAMD");
     const int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u);
     const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     const int avx512 = __builtin_cpu_supports("avx512f") && avx2;
@@ -72,3 +79,8 @@ const nconv_kernels *nconv__kernels_for(nconv_isa isa) {
 }
 
 const nconv_kernels *nconv__kernels(void) { return nconv__kernels_for(nconv__detect_isa()); }
+
+int nconv__bf16_pairs(const nconv_kernels *k) {
+    pthread_once(&isa_once, isa_detect);
+    return k->bf16_igemm_np && (k->isa != NCONV_ISA_AVX512_BF16 || amd_cpu);
+}
