@@ -583,8 +583,10 @@ static void span_unit(const planes_ctx *pc, int64_t g, int64_t q0, int64_t q1, f
                                            ldc, rinit, flags);
                         continue;
                     }
-                    je = j + 1; /* a tile across images: its columns through tb */
-                    float tb[MR * NR];
+                    /* a tile across images: its columns through tb, all of it set (the 16-bit
+                     * narrowing reads whole rows) */
+                    je = j + 1;
+                    float tb[MR * NR] = {0};
                     const int64_t n = img[j], l0 = len[j], l1 = wid[j] - len[j];
                     for (int64_t r = 0; r < mr && k0 > 0; r++) {
                         memcpy(tb + r * NR, SPAN_AT(y, n, px[j]) + r * ldc, sizeof(float) * (size_t)l0);
