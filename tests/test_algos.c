@@ -677,7 +677,7 @@ static void test_pointwise(void) {
                 operands r, a, b;
                 char text[1 << 15] = "";
                 run_epi_1_3(ref, ctx, &p, LAYOUT_NXC, epi, &rng, &r, &a, &b, text, sizeof text);
-                /* bf16 on pairs where igemm takes them (nconv__bf16_pairs) and the reduction is of whole pairs */
+                /* bf16 on pairs where igemm takes them (nconv__bf16_pairs), the reduction of whole pairs */
                 const int fwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_c / p.groups) % 2 == 0;
                 const int bwd_pairs = p.dtype == NCONV_BF16 && pairs && (core_o / p.groups) % 2 == 0;
                 const int fwd = strstr(text, "core=fwd,algo=igemm,path=pointwise rows") != NULL;
@@ -821,16 +821,15 @@ static void test_planes(void) {
                  * not read z */
                 int64_t pixels = 1;
                 for (int d = 0; d < p.ndims; d++) pixels *= p.in_size[d];
-                const int64_t red = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
+                const int64_t cin = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
                 const int declines =
-                    scatter_z || (r.has_z && pixels < 64 && cases[i][5] == 1 && cases[i][6] == 1 && red <= 256);
+                    scatter_z || (r.has_z && pixels < 64 && cases[i][5] == 1 && cases[i][6] == 1 && cin <= 256);
                 CHECK(!any || on_stem ||
                           (strstr(text, "algo=igemm_planes") && !strstr(text, "declined by igemm_planes") == !declines),
                       "planes case %d dtype %d epi %d: the plane path did not run%s: %s", i, (int)p.dtype, epi,
                       declines ? " or its forward was not declined" : "", text);
                 /* B in place: f32 1x1 at stride 1, planes of 512 pixels or more, 48 output-side
                  * channels per group at most (the core's: a transposed problem's are swapped) */
-                const int64_t cin = (p.transposed ? p.out_channels : p.in_channels) / p.groups;
                 const int64_t cout = (p.transposed ? p.in_channels : p.out_channels) / p.groups;
                 const int flat = p.dtype == NCONV_F32 && cases[i][5] == 1 && cases[i][6] == 1 && pixels >= 512;
                 const int fwd_in_place = verbose_ran(text, "core=fwd,", "path=B in place"),
@@ -861,12 +860,13 @@ static void test_planes(void) {
 }
 
 /* igemm's row GEMM on bf16 pairs (where it takes them, nconv__bf16_pairs: the portable table's
- * bf16_igemm_np, and AVX512-BF16's on AMD's cores), forward and backward-data: 1x1, strides (bwd_d's residue classes), groups,
- * 1-3D, transposed, a reduction of several blocks (f32 rows summed, then narrowed), weights of
- * megabytes (panel-major), NCHW and strided (copied channels-last in bf16) and NHWC (read in
- * place), every epilogue, against the reference, the same bits for 1 and 3 threads; a plan's prepacked
- * weights (in pairs) give the one-shot call's bits. NCONV_VERBOSE names the path where the
- * reduction is of whole pairs (fwd: input channels per group even; bwd_d: output channels). */
+ * bf16_igemm_np, and AVX512-BF16's on AMD's cores), forward and backward-data: 1x1, strides
+ * (bwd_d's residue classes), groups, 1-3D, transposed, a reduction of several blocks (f32 rows
+ * summed, then narrowed), weights of megabytes (panel-major), NCHW and strided (copied
+ * channels-last in bf16) and NHWC (read in place), every epilogue, against the reference, the same
+ * bits for 1 and 3 threads; a plan's prepacked weights (in pairs) give the one-shot call's bits.
+ * NCONV_VERBOSE names the path where the reduction is of whole pairs (fwd: input channels per
+ * group even; bwd_d: output channels). */
 static void test_bf16_pairs(void) {
     const int pairs = nconv__bf16_pairs(nconv__kernels());
     nconv_context *ref, *ctx;
